@@ -1,0 +1,53 @@
+# Two commands for a fresh machine: `make demo` and `make test`. Every step is idempotent and
+# cached under .cache/ (git-ignored), so the second run is quick.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .cache/venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: all demo test test-fast setup venv sglang models system crd bench clean lint
+
+all: test
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+# A real SGLang server on the CPU, in its own environment (it pins its own torch).
+sglang:
+	bash scripts/setup_sglang.sh
+
+# Tiny random-weight models and tokenizers, built offline and deterministically.
+models: sglang
+	.cache/venv-sglang/bin/python scripts/build_test_models.py
+
+# promtool (and a Prometheus server) from Debian's package, for alert-rule tests.
+system:
+	bash scripts/setup_system.sh
+
+setup: venv sglang models system
+
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The tests that need neither SGLang nor promtool.
+test-fast: venv
+	$(PY) -m pytest -q -m "not sglang" $(PYTEST_ARGS)
+
+demo: venv sglang models
+	bash scripts/demo.sh
+
+bench: setup
+	bash bench/run_all.sh
+
+# Regenerate the CRD from the typed spec (a test fails when the committed copy differs).
+crd: venv
+	$(VENV)/bin/draftgen crd --write crds/generationjob.yaml charts/draftgen/crds/generationjob.yaml
+
+clean:
+	rm -rf .cache out

@@ -1,0 +1,64 @@
+"""`draftgen`: one command line for every part. Each command lives in its own module and is
+imported only when it runs, so `draftgen crd` does not pay for transformers or kopf."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name → (module with add_arguments(parser) and run(args) -> int, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("draftgen.commands.validate", "check a GenerationJob file and print its warnings"),
+    "crd": ("draftgen.commands.crd", "print the GenerationJob CRD generated from the typed spec"),
+    "plan": ("draftgen.plan.cli", "KV capacity, concurrency, host memory, headroom and ETA"),
+    "generate": ("draftgen.generator.cli", "run a GenerationJob against SGLang servers"),
+    "stats": ("draftgen.generator.stats", "summarise an output directory per dataset"),
+    "export": ("draftgen.export.cli", "convert records for drafter trainers"),
+    "operator": ("draftgen.controller.cli", "run the Kubernetes operator"),
+}
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    parser = argparse.ArgumentParser(
+        prog="draftgen",
+        description="Generate drafter training data token for token from an SGLang-served model.",
+    )
+    parser.add_argument("--version", action="version", version=f"draftgen {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = {}
+    for name, (_, help_text) in COMMANDS.items():
+        subparsers[name] = sub.add_parser(name, help=help_text, description=help_text)
+    return parser, subparsers
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("draftgen")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser, subparsers = _parser()
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    module = None
+    if chosen in COMMANDS:
+        module = importlib.import_module(COMMANDS[chosen][0])
+        module.add_arguments(subparsers[chosen])
+    args = parser.parse_args(argv)
+    if module is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""`draftgen crd`: print or write the CRD generated from the spec."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from draftgen.crd import crd_yaml
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--write", nargs="*", metavar="PATH", type=Path,
+                        help="write the CRD to these files instead of printing it")
+
+
+def run(args: argparse.Namespace) -> int:
+    text = crd_yaml()
+    if args.write:
+        for path in args.write:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+    else:
+        print(text, end="")
+    return 0

@@ -1,0 +1,1 @@
+"""Export of generated records for drafter trainers."""

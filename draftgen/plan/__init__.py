@@ -1,0 +1,1 @@
+"""Capacity planner: KV capacity, concurrency, host memory, headroom and ETA."""

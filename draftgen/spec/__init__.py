@@ -1,0 +1,23 @@
+"""The GenerationJob API: one typed spec that the CRD, the operator and the generator share."""
+
+from .base import SpecModel
+from .datasets import Budget, DatasetFormat, DatasetSpec, Selection
+from .job import (API_VERSION, GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION,
+                  GenerationJob, GenerationJobSpec, ObjectMeta)
+from .load import SpecError, format_errors, load_job, parse_job, parse_spec
+from .model import ModelSpec, SecretKeyRef, VolumeSource
+from .runtime import Concurrency, GeneratorSpec, InputsSpec, OutputSpec
+from .sampling import DEFAULT_MAX_NEW_TOKENS, SamplingOverrides, SamplingSpec
+from .server import HierarchicalCache, ServerSpec
+from .status import (PHASES, Condition, DatasetProgress, GenerationJobStatus, PlanStatus,
+                     ServerStatus)
+
+__all__ = [
+    "API_VERSION", "GROUP", "KIND", "PLURAL", "SHORT_NAMES", "SINGULAR", "VERSION", "PHASES",
+    "Budget", "Concurrency", "Condition", "DEFAULT_MAX_NEW_TOKENS", "DatasetFormat",
+    "DatasetProgress", "DatasetSpec", "GenerationJob", "GenerationJobSpec", "GenerationJobStatus",
+    "GeneratorSpec", "HierarchicalCache", "InputsSpec", "ModelSpec", "ObjectMeta", "OutputSpec",
+    "PlanStatus", "SamplingOverrides", "SamplingSpec", "SecretKeyRef", "Selection", "ServerSpec",
+    "ServerStatus", "SpecError", "SpecModel", "VolumeSource", "format_errors", "load_job",
+    "parse_job", "parse_spec",
+]

@@ -1,0 +1,94 @@
+"""`spec.datasets[]`: where prompts come from, how they are read, and when to stop."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .base import SpecModel
+from .sampling import SamplingOverrides
+
+DatasetFormat = Literal["messages", "sharegpt", "glaive", "prompt", "pretokenized"]
+
+# Dataset names become directory names and metric labels: no separators, no dots at the ends.
+DATASET_NAME_PATTERN = r"^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$"
+
+
+class Budget(SpecModel):
+    """When a dataset is done. Any combination; the first limit reached ends the dataset.
+    Tokens produced by earlier runs of the same job count."""
+
+    completion_tokens: int | None = Field(default=None, ge=1)
+    """Generated tokens at most, summed over the dataset's samples."""
+
+    total_tokens: int | None = Field(default=None, ge=1)
+    """Prompt plus generated tokens at most, summed over the dataset's samples."""
+
+    max_samples: int | None = Field(default=None, ge=1)
+    """Samples at most (a sample is one generated assistant turn)."""
+
+    @property
+    def unlimited(self) -> bool:
+        return self.completion_tokens is None and self.total_tokens is None and self.max_samples is None
+
+
+class Selection(SpecModel):
+    """Which rows are taken, in which order."""
+
+    mode: Literal["sequential", "shuffle"] = "sequential"
+    """`sequential` takes rows in file order; `shuffle` a seeded random order, the same every run."""
+
+    seed: int = 0
+    """Seed of the shuffle."""
+
+
+class DatasetSpec(SpecModel):
+    """One input dataset and its budget."""
+
+    name: str = Field(pattern=DATASET_NAME_PATTERN)
+    """Unique name; becomes the output directory and a metric label (lowercase letters, digits,
+    `-` and `_`, at most 63 characters)."""
+
+    source: str = Field(min_length=1)
+    """JSONL or Parquet file (or a directory of them): a path, relative to the job file when run
+    locally and inside `spec.inputs` in a cluster, or a `file://` URI."""
+
+    format: DatasetFormat
+    """Row shape: `messages` (OpenAI), `sharegpt`, `glaive` (function calling v2), `prompt`, or
+    `pretokenized` (rows with `input_ids`, sent exactly as they are)."""
+
+    budget: Budget = Field(default_factory=Budget)
+    """When the dataset is done; no limits means every row."""
+
+    selection: Selection = Field(default_factory=Selection)
+    """Row order and subset."""
+
+    turns: Literal["last", "all"] = "last"
+    """`last` regenerates the final assistant turn; `all` every assistant turn in order, each
+    conditioned on the conversation before it."""
+
+    sampling: SamplingOverrides | None = None
+    """Changes to `spec.sampling` for this dataset."""
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: str) -> str:
+        path = value.removeprefix("file://")
+        if "://" in path:
+            raise ValueError(
+                f"{value!r}: only local paths and file:// URIs are read; copy the data onto the "
+                "inputs volume"
+            )
+        if ".." in path.replace("\\", "/").split("/"):
+            raise ValueError(f"{value!r}: `..` may not appear in a source path; name the file directly")
+        return value
+
+    @model_validator(mode="after")
+    def _turns(self) -> DatasetSpec:
+        if self.format in ("pretokenized", "prompt") and self.turns == "all":
+            raise ValueError(
+                f"turns: `all` needs conversations, but format {self.format} has a single prompt "
+                "per row; use turns: last"
+            )
+        return self

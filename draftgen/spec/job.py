@@ -1,0 +1,125 @@
+"""The GenerationJob resource: `spec` as users write it, plus Kubernetes metadata."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .base import SpecModel
+from .datasets import DatasetSpec
+from .model import ModelSpec
+from .runtime import GeneratorSpec, InputsSpec, OutputSpec
+from .sampling import SamplingSpec
+from .server import ServerSpec
+from .status import GenerationJobStatus
+
+GROUP = "draftgen.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "GenerationJob"
+PLURAL = "generationjobs"
+SINGULAR = "generationjob"
+SHORT_NAMES = ("gj",)
+
+# Children are named `<job>-server-<n>`, `<job>-generator`: keep room for the suffixes.
+JOB_NAME_MAX = 40
+JOB_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class GenerationJobSpec(SpecModel):
+    """Desired state of a GenerationJob: one target model, one server, many datasets."""
+
+    model: ModelSpec
+    """The target model and its tokenizer."""
+
+    server: ServerSpec = Field(default_factory=ServerSpec)
+    """The SGLang server."""
+
+    datasets: list[DatasetSpec] = Field(min_length=1, max_length=256)
+    """Input datasets, generated interleaved so the server never drains between them."""
+
+    sampling: SamplingSpec = Field(default_factory=SamplingSpec)
+    """Default sampling parameters; datasets may override them."""
+
+    generator: GeneratorSpec = Field(default_factory=GeneratorSpec)
+    """The generator process."""
+
+    inputs: InputsSpec = Field(default_factory=InputsSpec)
+    """Where dataset sources live in the cluster."""
+
+    output: OutputSpec = Field(default_factory=OutputSpec)
+    """Where records are written."""
+
+    suspend: bool = False
+    """Stop the generator and scale the server to zero, keeping all output; false resumes."""
+
+    shutdown_server_after_completion: bool = True
+    """Delete the server once every dataset is done, so the GPUs are given back."""
+
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    """Delete the whole GenerationJob this long after it succeeded or failed."""
+
+    @model_validator(mode="after")
+    def _unique_dataset_names(self) -> GenerationJobSpec:
+        seen: set[str] = set()
+        for ds in self.datasets:
+            if ds.name in seen:
+                raise ValueError(
+                    f"datasets: the name {ds.name!r} is used twice; dataset names must be unique "
+                    "(they name output directories)"
+                )
+            seen.add(ds.name)
+        return self
+
+    def sampling_for(self, dataset: DatasetSpec) -> SamplingSpec:
+        """The sampling parameters one dataset uses."""
+        return dataset.sampling.apply(self.sampling) if dataset.sampling else self.sampling
+
+    def dataset(self, name: str) -> DatasetSpec:
+        for ds in self.datasets:
+            if ds.name == name:
+                return ds
+        raise KeyError(name)
+
+    def warnings(self) -> list[str]:
+        """Legal but risky settings."""
+        out = self.server.warnings()
+        for ds in self.datasets:
+            limit = self.sampling_for(ds).max_new_tokens
+            if self.server.context_length and limit >= self.server.context_length:
+                out.append(
+                    f"datasets[{ds.name}].sampling.maxNewTokens: {limit} is not below "
+                    f"server.contextLength {self.server.context_length}; prompts leave less room"
+                )
+        return out
+
+
+class ObjectMeta(SpecModel):
+    """The parts of Kubernetes metadata draftgen reads; the rest is kept as is."""
+
+    model_config = SpecModel.model_config | {"extra": "allow"}
+
+    name: str = Field(pattern=JOB_NAME_PATTERN, max_length=JOB_NAME_MAX)
+    """Job name (a DNS label of at most 40 characters, leaving room for child names)."""
+
+    namespace: str | None = None
+    """Namespace of the job."""
+
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class GenerationJob(SpecModel):
+    """A GenerationJob as applied to a cluster or run with `draftgen generate --job`."""
+
+    api_version: Literal["draftgen.io/v1alpha1"] = Field(default=API_VERSION, alias="apiVersion")
+    kind: Literal["GenerationJob"] = KIND
+    metadata: ObjectMeta
+    spec: GenerationJobSpec
+    status: GenerationJobStatus | None = None
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _metadata_dict(cls, value: Any) -> Any:
+        return value if value is not None else {}

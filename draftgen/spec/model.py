@@ -1,0 +1,76 @@
+"""`spec.model`: which weights and tokenizer, and what the rendered prompt must look like."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from .base import SpecModel
+
+
+class SecretKeyRef(SpecModel):
+    """A key of a Kubernetes Secret; the value never appears in the spec, status or logs."""
+
+    name: str = Field(min_length=1, max_length=253)
+    """Name of the Secret in the job's namespace."""
+
+    key: str = Field(min_length=1)
+    """Key inside the Secret."""
+
+
+class VolumeSource(SpecModel):
+    """A PersistentVolumeClaim mounted into the pods at a fixed path."""
+
+    claim_name: str = Field(min_length=1, max_length=253)
+    """Name of the PersistentVolumeClaim."""
+
+    mount_path: str = Field(pattern=r"^/")
+    """Absolute path at which the claim is mounted."""
+
+
+class ModelSpec(SpecModel):
+    """The target model whose outputs become the drafter's training data."""
+
+    weights: str = Field(min_length=1)
+    """Weights location: a path inside `volume` (e.g. `/models/kimi-k2.5`) or `hf://org/name`."""
+
+    tokenizer: str | None = None
+    """Tokenizer location, same forms as `weights`; defaults to the weights."""
+
+    volume: VolumeSource | None = None
+    """Claim holding the weights (and tokenizer), mounted read-only in server and generator."""
+
+    trust_remote_code: bool = False
+    """Allow the tokenizer's and model's own Python code to run (Kimi-K2.5 needs it)."""
+
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Extra keyword arguments for the chat template, e.g. `{thinking: true}` for Kimi-K2.5 or
+    `{enable_thinking: true}` for Qwen3."""
+
+    special_tokens: list[str] = Field(default_factory=list)
+    """Tokens that must each be exactly one vocabulary id (e.g. `<think>`, `</think>`, the
+    tool-call section tokens); the generator refuses to start otherwise."""
+
+    generation_prefix: str | None = None
+    """Text every rendered prompt must end with (Kimi-K2.5's thinking mode ends with `<think>`)."""
+
+    hf_token_secret: SecretKeyRef | None = None
+    """Secret holding a Hugging Face token, for `hf://` weights that need one."""
+
+    config_path: str | None = None
+    """The model's `config.json` for the capacity planner; defaults to `config.json` in the weights."""
+
+    @field_validator("weights", "tokenizer")
+    @classmethod
+    def _location(cls, value: str | None) -> str | None:
+        if value is not None and value.startswith("hf://") and value.count("/") < 3:
+            raise ValueError(
+                f"{value!r} is not a hub id: write hf://ORG/NAME, e.g. hf://moonshotai/Kimi-K2.5"
+            )
+        return value
+
+    @property
+    def tokenizer_location(self) -> str:
+        """Where the tokenizer comes from: `tokenizer`, else the weights."""
+        return self.tokenizer or self.weights

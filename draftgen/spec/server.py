@@ -1,0 +1,203 @@
+"""`spec.server`: the SGLang server, and the memory rules that keep it alive."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from .base import SpecModel
+
+KVCacheDtype = Literal["auto", "bf16", "fp8_e4m3", "fp8_e5m2"]
+LOSSY_KV_DTYPES = frozenset({"fp8_e4m3", "fp8_e5m2"})
+
+# Thin prefill headroom above this crashed a real server (field facts, lesson 5).
+MEM_FRACTION_WARN_ABOVE = 0.90
+
+_QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$"
+
+
+class HierarchicalCache(SpecModel):
+    """SGLang's host-memory KV cache. It helps prefix reuse only; it adds no decode slots."""
+
+    enabled: bool = False
+    """Pass `--enable-hierarchical-cache`."""
+
+    size_gb_per_rank: int | None = Field(default=None, ge=1)
+    """Host memory in GB **per tensor-parallel rank** (`--hicache-size`); the node must hold this
+    times `tensorParallelSize`."""
+
+
+class ServerSpec(SpecModel):
+    """The SGLang server the operator runs: tensor parallel inside a pod, replicas side by side."""
+
+    image: str = "lmsysorg/sglang:v0.5.5-cu129"
+    """SGLang container image."""
+
+    tensor_parallel_size: int = Field(default=8, ge=1, le=64)
+    """GPUs one model copy is sharded over (`--tp-size`)."""
+
+    gpus_per_replica: int | None = Field(default=None, ge=1, le=64)
+    """GPUs requested per server pod (`nvidia.com/gpu`); defaults to `tensorParallelSize`."""
+
+    replicas: int = Field(default=1, ge=0, le=64)
+    """Independent data-parallel copies of the server; the generator balances over them."""
+
+    mem_fraction_static: float = Field(default=0.85, gt=0.0, lt=1.0)
+    """Fraction of GPU memory for weights and KV pool (`--mem-fraction-static`). Above 0.90 the
+    remainder may not hold prefill activations: a burst can crash the server out of memory."""
+
+    kv_cache_dtype: KVCacheDtype = "auto"
+    """KV cache element type (`--kv-cache-dtype`). fp8 roughly doubles capacity but is lossy."""
+
+    allow_lossy_kv_cache: bool = False
+    """Must be true for an fp8 `kvCacheDtype`: lossy KV visibly degraded an INT4 MLA model."""
+
+    hierarchical_cache: HierarchicalCache = Field(default_factory=HierarchicalCache)
+    """Host-memory KV cache settings."""
+
+    max_running_requests: int | None = Field(default=None, ge=1)
+    """Upper bound on concurrently decoding requests (`--max-running-requests`)."""
+
+    chunked_prefill_size: int | None = Field(default=None, ge=1)
+    """Prefill chunk in tokens (`--chunked-prefill-size`)."""
+
+    context_length: int | None = Field(default=None, ge=1)
+    """Longest prompt plus completion in tokens (`--context-length`)."""
+
+    extra_args: list[str] = Field(default_factory=list)
+    """Further `sglang.launch_server` arguments, passed through verbatim."""
+
+    resources: dict[str, Any] = Field(default_factory=dict)
+    """Kubernetes resource requirements for the server container (GPU limits are added)."""
+
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    """Node labels the server pods must match."""
+
+    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    """Kubernetes tolerations for the server pods (e.g. for tainted GPU nodes)."""
+
+    shm_size: str = Field(default="64Gi", pattern=_QUANTITY)
+    """Size of `/dev/shm` (a memory-backed emptyDir) for NCCL between ranks."""
+
+    host_memory_gb: int | None = Field(default=None, ge=1)
+    """The node's host memory in GB; required to check a hierarchical cache against."""
+
+    model_load_host_memory_gb: int = Field(default=40, ge=0)
+    """Host memory in GB that loading the model takes (about 40 for Kimi-K2.5)."""
+
+    host_memory_margin_gb: int = Field(default=16, ge=0)
+    """Host memory in GB kept free for the OS, the kubelet and page cache."""
+
+    port: int = Field(default=30000, ge=1, le=65535)
+    """HTTP port of the server (`/generate`, `/metrics`)."""
+
+    @property
+    def gpus(self) -> int:
+        """GPUs per replica pod."""
+        return self.gpus_per_replica or self.tensor_parallel_size
+
+    @property
+    def kv_cache_is_lossy(self) -> bool:
+        return self.kv_cache_dtype in LOSSY_KV_DTYPES
+
+    @property
+    def hicache_total_gb(self) -> int:
+        """Host memory the hierarchical cache asks for on one node, over all ranks."""
+        if not self.hierarchical_cache.enabled or not self.hierarchical_cache.size_gb_per_rank:
+            return 0
+        return self.hierarchical_cache.size_gb_per_rank * self.tensor_parallel_size
+
+    @property
+    def hicache_budget_gb(self) -> int | None:
+        """Host memory the hierarchical cache may use on one node, all ranks together."""
+        if self.host_memory_gb is None:
+            return None
+        return self.host_memory_gb - self.model_load_host_memory_gb - self.host_memory_margin_gb
+
+    @model_validator(mode="after")
+    def _cross_field_rules(self) -> ServerSpec:
+        if self.kv_cache_is_lossy and not self.allow_lossy_kv_cache:
+            raise ValueError(
+                f"kvCacheDtype: {self.kv_cache_dtype} is a lossy KV cache (it visibly degrades an "
+                "INT4 MLA model such as Kimi-K2.5); use bf16/auto, or set "
+                "server.allowLossyKVCache: true to accept the quality loss"
+            )
+        if self.gpus < self.tensor_parallel_size:
+            raise ValueError(
+                f"gpusPerReplica: {self.gpus} GPUs cannot hold tensorParallelSize "
+                f"{self.tensor_parallel_size}; set gpusPerReplica >= tensorParallelSize or lower "
+                "tensorParallelSize"
+            )
+        hc = self.hierarchical_cache
+        if hc.enabled:
+            if hc.size_gb_per_rank is None:
+                raise ValueError(
+                    "hierarchicalCache.sizeGBPerRank: required when hierarchicalCache.enabled is "
+                    "true; give the host memory in GB per tensor-parallel rank (e.g. 48)"
+                )
+            if self.host_memory_gb is None:
+                raise ValueError(
+                    "hostMemoryGB: required when hierarchicalCache.enabled is true, to check "
+                    f"{hc.size_gb_per_rank} GB per rank × {self.tensor_parallel_size} ranks "
+                    "against the node; set server.hostMemoryGB to the node's memory"
+                )
+            budget = self.hicache_budget_gb
+            assert budget is not None
+            if self.hicache_total_gb > budget:
+                safe = max(budget // self.tensor_parallel_size, 0)
+                raise ValueError(
+                    f"hierarchicalCache.sizeGBPerRank: {hc.size_gb_per_rank} GB per rank × "
+                    f"{self.tensor_parallel_size} ranks = {self.hicache_total_gb} GB > "
+                    f"{self.host_memory_gb} GB host − {self.model_load_host_memory_gb} GB model "
+                    f"loading − {self.host_memory_margin_gb} GB margin = {budget} GB; the size is "
+                    f"per rank, not in total: set sizeGBPerRank to at most {safe}"
+                )
+        elif hc.size_gb_per_rank is not None:
+            raise ValueError(
+                "hierarchicalCache.sizeGBPerRank: set but hierarchicalCache.enabled is false; "
+                "enable it or remove the size"
+            )
+        for arg in self.extra_args:
+            flag = arg.split("=", 1)[0]
+            if flag in _MANAGED_FLAGS:
+                raise ValueError(
+                    f"extraArgs: {flag} is set from its own field ({_MANAGED_FLAGS[flag]}); "
+                    "use that field instead"
+                )
+        return self
+
+    def warnings(self) -> list[str]:
+        """Legal but risky settings, for the CLI and the operator's status."""
+        out = []
+        if self.mem_fraction_static > MEM_FRACTION_WARN_ABOVE:
+            out.append(
+                f"server.memFractionStatic: {self.mem_fraction_static} is above "
+                f"{MEM_FRACTION_WARN_ABOVE}: thin headroom; prefill activations and CUDA graphs may not fit "
+                "(0.93 left 0.82 GB per GPU and crashed under a burst); prefer 0.85–0.88"
+            )
+        if self.kv_cache_is_lossy:
+            out.append(
+                f"server.kvCacheDtype: {self.kv_cache_dtype} is lossy and was allowed explicitly; "
+                "generated data will not match the bf16 model exactly"
+            )
+        return out
+
+
+_MANAGED_FLAGS = {
+    "--tp-size": "tensorParallelSize",
+    "--tp": "tensorParallelSize",
+    "--tensor-parallel-size": "tensorParallelSize",
+    "--mem-fraction-static": "memFractionStatic",
+    "--kv-cache-dtype": "kvCacheDtype",
+    "--hicache-size": "hierarchicalCache.sizeGBPerRank",
+    "--enable-hierarchical-cache": "hierarchicalCache.enabled",
+    "--max-running-requests": "maxRunningRequests",
+    "--chunked-prefill-size": "chunkedPrefillSize",
+    "--context-length": "contextLength",
+    "--model-path": "model.weights",
+    "--port": "port",
+}
+
+QUANTITY_RE = re.compile(_QUANTITY)

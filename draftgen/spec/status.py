@@ -1,0 +1,140 @@
+"""`status`: what the operator observed, written only by draftgen."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import StatusModel
+
+Phase = Literal["Pending", "StartingServer", "Generating", "Suspended", "Succeeded", "Failed"]
+PHASES: tuple[str, ...] = Phase.__args__  # type: ignore[attr-defined]
+
+
+class Condition(StatusModel):
+    """A Kubernetes-style condition."""
+
+    type: str
+    """Kind of condition: SpecValid, ServerReady, Generating, Complete, Failed."""
+
+    status: Literal["True", "False", "Unknown"]
+    """Whether the condition holds."""
+
+    reason: str = ""
+    """One CamelCase word a program can match."""
+
+    message: str = ""
+    """What happened and what to do, for a person."""
+
+    last_transition_time: str | None = None
+    """When `status` last changed (RFC 3339)."""
+
+    observed_generation: int | None = None
+    """The spec generation this condition was computed from."""
+
+
+class DatasetProgress(StatusModel):
+    """One dataset's progress as the generator reported it."""
+
+    name: str
+    """Dataset name."""
+
+    samples: int = 0
+    """Samples written."""
+
+    prompt_tokens: int = 0
+    """Prompt tokens of the written samples."""
+
+    completion_tokens: int = 0
+    """Completion tokens of the written samples."""
+
+    budget_completion_tokens: int | None = None
+    """The completion-token budget, if any."""
+
+    done: bool = False
+    """The dataset reached a budget or ran out of rows."""
+
+    overshoot_percent: float | None = None
+    """Completion tokens beyond the budget, in percent of it."""
+
+    rejects: int = 0
+    """Rows or requests rejected with a reason."""
+
+
+class ServerStatus(StatusModel):
+    """What the SGLang server reported about itself."""
+
+    ready_replicas: int = 0
+    """Replicas passing readiness."""
+
+    max_total_num_tokens: int | None = None
+    """KV pool capacity in tokens (`max_total_num_tokens`)."""
+
+    restarts: int = 0
+    """Container restarts of the server pods."""
+
+
+class PlanStatus(StatusModel):
+    """Key figures of the capacity plan, computed before the run."""
+
+    kv_capacity_tokens: int | None = None
+    """Predicted KV pool capacity in tokens."""
+
+    concurrent_decodes: int | None = None
+    """Decodes that fit at the datasets' mean sequence length."""
+
+    throughput_ceiling_tokens_per_second: float | None = None
+    """Completion tokens per second the KV bound allows."""
+
+    eta_seconds: float | None = None
+    """Predicted time for all budgets."""
+
+
+class GenerationJobStatus(StatusModel):
+    """Observed state of a GenerationJob."""
+
+    phase: Phase = "Pending"
+    """Pending, StartingServer, Generating, Suspended, Succeeded or Failed."""
+
+    conditions: list[Condition] = Field(default_factory=list)
+    """Conditions with reasons and messages."""
+
+    observed_generation: int | None = None
+    """The spec generation the status reflects."""
+
+    message: str = ""
+    """Short summary for a person."""
+
+    progress: str = ""
+    """Completion tokens against the total budget, e.g. `41%`."""
+
+    datasets: list[DatasetProgress] = Field(default_factory=list)
+    """Per-dataset progress."""
+
+    completion_tokens: int = 0
+    """Completion tokens over all datasets."""
+
+    throughput_tokens_per_second: float | None = None
+    """Recent completion tokens per second."""
+
+    eta_seconds: float | None = None
+    """Estimated seconds until every budget is met."""
+
+    eta: str = ""
+    """The same estimate for a person, e.g. `17h20m`."""
+
+    server: ServerStatus = Field(default_factory=ServerStatus)
+    """The server's view."""
+
+    plan: PlanStatus | None = None
+    """The capacity plan's key figures."""
+
+    warnings: list[str] = Field(default_factory=list)
+    """Legal but risky settings."""
+
+    start_time: str | None = None
+    """When generation started (RFC 3339)."""
+
+    completion_time: str | None = None
+    """When the job succeeded or failed (RFC 3339)."""

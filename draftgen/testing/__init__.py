@@ -1,0 +1,1 @@
+"""Helpers for testing draftgen against real servers and emulators (like kopf.testing)."""

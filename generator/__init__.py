@@ -1,0 +1,1 @@
+"""The generator: pre-tokenize, call SGLang /generate with input_ids, write records, resume."""

@@ -1,0 +1,1 @@
+"""The kopf operator (installed as draftgen.controller; `operator` would shadow the stdlib)."""
