@@ -1,0 +1,44 @@
+"""What the input side hands the request side: a ready-to-send sample, or a reject."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One generation to request: an assistant turn to regenerate, already tokenized."""
+
+    id: str
+    """Stable across runs and file reorderings: `<dataset>/<row key>/<turn>`."""
+
+    dataset: str
+    """Dataset name."""
+
+    source_index: int
+    """Row number in the source (0-based, across files in name order)."""
+
+    turn: int
+    """Which assistant turn is regenerated (0-based among the row's assistant turns)."""
+
+    input_ids: list[int]
+    """The prompt exactly as it will be sent."""
+
+    info: dict[str, Any] = field(default_factory=dict)
+    """Extra facts for the record's `meta` (e.g. number of tools declared)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """A row (or part of one) that cannot become a sample, with the reason."""
+
+    dataset: str
+    source_index: int
+    id: str | None
+    reason: str
+    """Short code: `malformed_json`, `missing_field`, `empty_conversation`, `unknown_role`,
+    `bad_tools`, `invalid_utf8`, `prompt_too_long`, `template_error`, `request_failed`, ..."""
+
+    detail: str = ""
+    """What exactly was wrong, for a person."""
