@@ -1,0 +1,105 @@
+"""`--format parquet`: a Hugging Face `datasets` dataset directory: `data/<split>-NNNNN.parquet`
+plus a dataset card `README.md` whose YAML header declares the splits, so
+`datasets.load_dataset(PATH)` finds them without network access."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA = pa.schema([
+    pa.field("id", pa.string(), nullable=False),
+    pa.field("dataset", pa.string(), nullable=False),
+    pa.field("source_index", pa.int64()),
+    pa.field("turn", pa.int64()),
+    pa.field("input_ids", pa.list_(pa.int64()), nullable=False),
+    pa.field("output_ids", pa.list_(pa.int64()), nullable=False),
+    pa.field("prompt_tokens", pa.int64(), nullable=False),
+    pa.field("completion_tokens", pa.int64(), nullable=False),
+    pa.field("finish_reason", pa.string(), nullable=False),
+    pa.field("matched_stop", pa.string()),
+    pa.field("meta", pa.string()),
+])
+"""Columns; `matched_stop` and `meta` hold JSON text (the stop may be an id or a string)."""
+
+ROW_GROUP_ROWS = 1_000
+ROWS_PER_FILE = 100_000
+
+
+def to_row(record: dict[str, Any]) -> dict[str, Any]:
+    stop = record.get("matched_stop")
+    meta = record.get("meta")
+    return {
+        "id": record["id"],
+        "dataset": record["dataset"],
+        "source_index": record.get("source_index"),
+        "turn": record.get("turn"),
+        "input_ids": record["input_ids"],
+        "output_ids": record["output_ids"],
+        "prompt_tokens": len(record["input_ids"]),
+        "completion_tokens": len(record["output_ids"]),
+        "finish_reason": record["finish_reason"],
+        "matched_stop": None if stop is None else json.dumps(stop, ensure_ascii=False),
+        "meta": None if meta is None else json.dumps(meta, ensure_ascii=False, sort_keys=True),
+    }
+
+
+class _SplitWriter:
+    """Row groups of ROW_GROUP_ROWS, a new file every ROWS_PER_FILE rows."""
+
+    def __init__(self, data_dir: Path, split: str, rows_per_file: int) -> None:
+        self.data_dir, self.split, self.rows_per_file = data_dir, split, rows_per_file
+        self.buffer: list[dict[str, Any]] = []
+        self.writer: pq.ParquetWriter | None = None
+        self.files: list[Path] = []
+        self.rows_in_file = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.buffer.append(row)
+        if len(self.buffer) >= ROW_GROUP_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        while self.buffer:
+            if self.writer is None or self.rows_in_file >= self.rows_per_file:
+                self._next_file()
+            room = self.rows_per_file - self.rows_in_file
+            chunk, self.buffer = self.buffer[:room], self.buffer[room:]
+            self.writer.write_table(pa.Table.from_pylist(chunk, schema=SCHEMA))
+            self.rows_in_file += len(chunk)
+
+    def _next_file(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        path = self.data_dir / f"{self.split}-{len(self.files):05d}.parquet"
+        self.files.append(path)
+        self.writer = pq.ParquetWriter(path, SCHEMA, compression="zstd")
+        self.rows_in_file = 0
+
+    def close(self) -> None:
+        self.flush()
+        if self.writer is not None:
+            self.writer.close()
+
+
+def write(out_dir: Path, rows: Iterable[tuple[str, dict[str, Any]]],
+          rows_per_file: int = ROWS_PER_FILE) -> dict[str, list[Path]]:
+    """Parquet files per split (the card is written separately, once counts are known)."""
+    data_dir = Path(out_dir) / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    writers: dict[str, _SplitWriter] = {}
+    try:
+        for split, record in rows:
+            writer = writers.get(split)
+            if writer is None:
+                writer = writers[split] = _SplitWriter(data_dir, split, rows_per_file)
+            writer.add(to_row(record))
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return {split: w.files for split, w in writers.items()}

@@ -1,0 +1,173 @@
+"""Which records an export carries, how often, and in which split; with the counts the dataset
+card and the command's summary report. Format writers only see the resulting stream."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .mix import MixRule, copies_by_weight, select_by_tokens
+from .records import ExportError, ReadStats, dataset_dirs, iter_records
+from .split import TRAIN, VALIDATION, split_of
+
+# Upper edges of the length histogram buckets (tokens); the last bucket is open.
+HISTOGRAM_EDGES = tuple(2**k for k in range(4, 21))
+
+
+@dataclass(frozen=True, slots=True)
+class ExportOptions:
+    """What goes into an export."""
+
+    include_truncated: bool = False
+    """Keep samples that stopped at maxNewTokens (`finish_reason: length`); dropped by default
+    because a drafter should not learn that answers end mid-sentence."""
+
+    mix: dict[str, MixRule] = field(default_factory=dict)
+    """Per-dataset weights or token caps; datasets not named are carried once."""
+
+    validation_fraction: float = 0.0
+    """Share of sample ids that go to the validation split (0 writes only `train`)."""
+
+    split_seed: int = 0
+    """Seed of the id hash behind the split and the mix."""
+
+
+@dataclass(slots=True)
+class SplitCounts:
+    samples: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.samples += 1
+        self.prompt_tokens += len(record["input_ids"])
+        self.completion_tokens += len(record["output_ids"])
+
+
+@dataclass(slots=True)
+class DatasetSummary:
+    """What one dataset contributed, and what was left out and why."""
+
+    name: str
+    records: int = 0
+    """Records read from the shards (after removing duplicate ids)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reasons: Counter = field(default_factory=Counter)
+    """Of the records read."""
+    truncated_dropped: int = 0
+    mixed_out: int = 0
+    """Samples the mix left out (each counted once)."""
+    duplicates: int = 0
+    """Records whose id was already read (kept once)."""
+    splits: dict[str, SplitCounts] = field(
+        default_factory=lambda: {TRAIN: SplitCounts(), VALIDATION: SplitCounts()})
+    """Exported rows per split (repeated copies count each time)."""
+    completion_histogram: Counter = field(default_factory=Counter)
+    """Exported rows by completion length bucket (index into HISTOGRAM_EDGES)."""
+    sampling: list[dict[str, Any]] = field(default_factory=list)
+    """Distinct sampling parameters seen in the records' `meta.sampling`."""
+
+    @property
+    def truncation_rate(self) -> float:
+        return self.finish_reasons.get("length", 0) / self.records if self.records else 0.0
+
+    @property
+    def exported(self) -> int:
+        return sum(s.samples for s in self.splits.values())
+
+
+@dataclass(slots=True)
+class ExportSummary:
+    datasets: dict[str, DatasetSummary] = field(default_factory=dict)
+    read: ReadStats = field(default_factory=ReadStats)
+
+    def total(self, split: str) -> SplitCounts:
+        out = SplitCounts()
+        for ds in self.datasets.values():
+            counts = ds.splits[split]
+            out.samples += counts.samples
+            out.prompt_tokens += counts.prompt_tokens
+            out.completion_tokens += counts.completion_tokens
+        return out
+
+    def histogram(self) -> Counter:
+        out: Counter = Counter()
+        for ds in self.datasets.values():
+            out.update(ds.completion_histogram)
+        return out
+
+
+def histogram_bucket(length: int) -> int:
+    for index, edge in enumerate(HISTOGRAM_EDGES):
+        if length < edge:
+            return index
+    return len(HISTOGRAM_EDGES)
+
+
+def export_rows(root: Path, options: ExportOptions,
+                summary: ExportSummary) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(split, record) for every row the export writes, dataset by dataset in name order,
+    records in shard order; `summary` fills in as the stream is consumed."""
+    dirs = dataset_dirs(root)
+    names = [d.name for d in dirs]
+    unknown = sorted(set(options.mix) - set(names))
+    if unknown:
+        raise ExportError(
+            f"--mix names {', '.join(unknown)}, which {root} does not have; its datasets are "
+            f"{', '.join(names)}"
+        )
+    for directory in dirs:
+        ds = summary.datasets.setdefault(directory.name, DatasetSummary(directory.name))
+        rule = options.mix.get(directory.name)
+        kept_by_tokens = None
+        if rule is not None and rule.token_cap is not None:
+            kept_by_tokens = select_by_tokens(
+                [(r["id"], len(r["output_ids"]))
+                 for r in _eligible(directory, options, None, None)],
+                rule.token_cap, options.split_seed)
+        for record in _eligible(directory, options, ds, summary.read):
+            if kept_by_tokens is not None:
+                copies = 1 if record["id"] in kept_by_tokens else 0
+            elif rule is not None and rule.weight is not None:
+                copies = copies_by_weight(record["id"], rule.weight, options.split_seed)
+            else:
+                copies = 1
+            if copies == 0:
+                ds.mixed_out += 1
+                continue
+            split = split_of(record["id"], options.validation_fraction, options.split_seed)
+            for _ in range(copies):
+                ds.splits[split].add(record)
+                ds.completion_histogram[histogram_bucket(len(record["output_ids"]))] += 1
+                yield split, record
+
+
+def _eligible(directory: Path, options: ExportOptions, ds: DatasetSummary | None,
+              read: ReadStats | None) -> Iterator[dict[str, Any]]:
+    """Records that may be exported: each id once, truncated ones only when asked for.
+    Counts go to `ds` when given (the pass that writes), not on the token-cap pre-pass."""
+    seen: set[str] = set()
+    for record in iter_records(directory, read):
+        if record["id"] in seen:
+            if ds is not None:
+                ds.duplicates += 1
+            continue
+        seen.add(record["id"])
+        truncated = record["finish_reason"] == "length"
+        if ds is not None:
+            ds.records += 1
+            ds.prompt_tokens += len(record["input_ids"])
+            ds.completion_tokens += len(record["output_ids"])
+            ds.finish_reasons[record["finish_reason"]] += 1
+            sampling = (record.get("meta") or {}).get("sampling")
+            if sampling and sampling not in ds.sampling:
+                ds.sampling.append(sampling)
+            if truncated and not options.include_truncated:
+                ds.truncated_dropped += 1
+        if truncated and not options.include_truncated:
+            continue
+        yield record

@@ -1,0 +1,66 @@
+"""`--format speculators`: rows shaped like vllm-project/speculators' response regeneration
+output (`scripts/response_regeneration`): `id`, `primary_id`, `input_ids` (prompt + completion),
+`loss_mask` (0 on the prompt, 1 on generated tokens), `text` (a review-only decode with special
+tokens kept) and `metadata`. The ids are the records' ids, byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .jsonl import write_jsonl_splits
+from .tokenizer import decode
+
+# Tokens that open a tool call in the chat formats draftgen knows (Kimi-K2, Hermes/Qwen).
+TOOL_CALL_MARKERS = ("<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<tool_call>")
+
+
+def tool_call_ids(tokenizer: Any) -> frozenset[int]:
+    """Ids of the tool-call opening tokens this tokenizer has as single entries."""
+    ids = set()
+    unk = getattr(tokenizer, "unk_token_id", None)
+    for marker in TOOL_CALL_MARKERS:
+        token_id = tokenizer.convert_tokens_to_ids(marker)
+        if isinstance(token_id, int) and token_id != unk:
+            ids.add(token_id)
+    return frozenset(ids)
+
+
+def primary_id(sample_id: str) -> str:
+    """The conversation a sample came from: its id without the trailing `/<turn>`."""
+    head, sep, tail = sample_id.rpartition("/")
+    return head if sep and tail.isdigit() else sample_id
+
+
+def to_speculators(record: dict[str, Any], tokenizer: Any,
+                   tool_ids: frozenset[int] = frozenset()) -> dict[str, Any]:
+    prompt, completion = record["input_ids"], record["output_ids"]
+    input_ids = [*prompt, *completion]
+    meta = record.get("meta") or {}
+    return {
+        "id": record["id"],
+        "primary_id": primary_id(record["id"]),
+        "input_ids": input_ids,
+        "loss_mask": [0] * len(prompt) + [1] * len(completion),
+        "text": decode(tokenizer, input_ids),
+        "metadata": {
+            "idx": record.get("source_index"),
+            "dataset": record["dataset"],
+            "turn": record.get("turn"),
+            "finish_reason": record["finish_reason"],
+            "matched_stop": record.get("matched_stop"),
+            "is_tool_call": any(t in tool_ids for t in completion),
+            "usage": {
+                "prompt_tokens": len(prompt),
+                "completion_tokens": len(completion),
+                "total_tokens": len(input_ids),
+            },
+            "endpoint": meta.get("server"),
+            "sampling_params": meta.get("sampling"),
+        },
+    }
+
+
+def write(out_dir: Path, rows, tokenizer: Any) -> dict[str, Path]:
+    tool_ids = tool_call_ids(tokenizer)
+    return write_jsonl_splits(out_dir, rows, lambda r: to_speculators(r, tokenizer, tool_ids))
