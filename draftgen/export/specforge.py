@@ -90,7 +90,7 @@ class ChatFormat:
             name = ""
             if self.middle in body:
                 cut = body.index(self.middle)
-                name, body = decode(self.tokenizer, body[:cut]), body[cut + 1:]
+                name, body = decode(self.tokenizer, body[:cut]).strip(), body[cut + 1:]
             if role == "system" and name in ROLES:
                 role = name
             return role, name, decode(self.tokenizer, body)
