@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed of the id hash behind the split and the mix (default 0)")
     parser.add_argument("--tokenizer", metavar="PATH",
                         help="tokenizer for the text formats (default: the job manifest's model)")
+    parser.add_argument("--specforge-text", action="store_true",
+                        help="specforge: write {id, text} rows (the rendered sequence, for "
+                             "SpecForge's --is-preformatted) instead of conversations")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="allow the tokenizer's own code to run (Kimi's tokenizer needs it)")
 
@@ -53,7 +56,7 @@ def options_from(args: argparse.Namespace) -> ExportOptions:
 
 def export(src: Path, export_format: str, out: Path, options: ExportOptions,
            tokenizer_path: str | None = None, trust_remote_code: bool = False,
-           overwrite: bool = False) -> ExportSummary:
+           overwrite: bool = False, specforge_text: bool = False) -> ExportSummary:
     """Write one export; returns what went into it."""
     src, out = Path(src), Path(out)
     if out.exists() and any(out.iterdir()) and not overwrite:
@@ -80,8 +83,10 @@ def export(src: Path, export_format: str, out: Path, options: ExportOptions,
         else:
             from . import specforge, speculators
 
-            writer = speculators if export_format == "speculators" else specforge
-            paths = writer.write(staging, rows, tokenizer)
+            if export_format == "speculators":
+                paths = speculators.write(staging, rows, tokenizer)
+            else:
+                paths = specforge.write(staging, rows, tokenizer, preformatted=specforge_text)
             data_files = {s: p.name for s, p in paths.items()}
         if not data_files:
             read = sum(ds.records for ds in summary.datasets.values())
@@ -134,8 +139,10 @@ def summary_json(summary: ExportSummary, export_format: str) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.specforge_text and args.format != "specforge":
+            raise ExportError("--specforge-text goes with --format specforge")
         summary = export(args.dir, args.format, args.out, options_from(args), args.tokenizer,
-                         args.trust_remote_code, args.overwrite)
+                         args.trust_remote_code, args.overwrite, args.specforge_text)
     except ExportError as err:
         print(f"draftgen export: {err}", file=sys.stderr)
         return 1

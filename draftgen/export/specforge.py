@@ -114,6 +114,13 @@ def to_specforge(record: dict[str, Any], chat: ChatFormat) -> dict[str, Any]:
     return {"id": record["id"], "conversations": messages}
 
 
-def write(out_dir: Path, rows, tokenizer: Any) -> dict[str, Path]:
+def to_specforge_text(record: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
+    """The row SpecForge's `--is-preformatted` reads: the whole sequence as rendered text."""
+    return {"id": record["id"], "text": decode(tokenizer, record["input_ids"] + record["output_ids"])}
+
+
+def write(out_dir: Path, rows, tokenizer: Any, preformatted: bool = False) -> dict[str, Path]:
+    if preformatted:
+        return write_jsonl_splits(out_dir, rows, lambda r: to_specforge_text(r, tokenizer))
     chat = ChatFormat(tokenizer)
     return write_jsonl_splits(out_dir, rows, lambda r: to_specforge(r, chat))

@@ -180,3 +180,13 @@ def test_unknown_chat_format_is_refused_for_specforge():
 
     with pytest.raises(ExportError, match="use --format speculators or parquet"):
         ChatFormat(Plain())
+
+
+def test_specforge_text_rows_are_the_rendered_sequence(kimi, kimi_run, tmp_path):
+    root, records = kimi_run
+    rows = _export(root, "specforge", tmp_path / "sf", "--specforge-text")
+    assert [set(r) for r in rows] == [{"id", "text"}] * 2
+    rec = records[1]
+    assert rows[1]["text"] == kimi.decode(rec["input_ids"] + rec["output_ids"],
+                                          skip_special_tokens=False)
+    assert rows[1]["text"].endswith("<|tool_calls_section_end|><|im_end|>")
