@@ -1,0 +1,26 @@
+"""Deletion: remove every child by name, explicitly (not only through owner references)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from draftgen.spec import GROUP, PLURAL, VERSION
+
+from .. import metrics
+from ..kube import KubeError
+from . import state
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL)
+def on_delete(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
+    name, namespace = body.metadata.name, body.metadata.namespace or "default"
+    try:
+        state.reconciler().delete_children(name, namespace)
+    except KubeError as err:
+        raise kopf.TemporaryError(str(err), delay=5) from err
+    metrics.record_phase(namespace, name, None)
+    state.forget(body.metadata.uid or name)
+    logger.info("deleted the server, the generator and its ConfigMap")

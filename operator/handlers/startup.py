@@ -1,0 +1,45 @@
+"""Startup: kopf's own settings, credentials for the operator's API client, metrics, webhook."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from ..kube import Kube
+from ..metrics import serve
+from ..reconcile import Reconciler
+from ..validate import register_webhook
+from . import state
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any) -> None:
+    ours = state.SETTINGS
+    settings.peering.name = ours.peering_name
+    settings.peering.standalone = settings.peering.standalone or ours.standalone
+    settings.posting.level = logging.WARNING
+    # Retry failed handlers soon (API hiccups), backing off to a minute.
+    settings.execution.default_backoff = min(settings.execution.default_backoff, 10)
+    settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
+    settings.persistence.finalizer = "draftgen.io/cleanup"
+    if ours.webhook:
+        register_webhook(ours)
+        settings.admission.server = kopf.WebhookServer(
+            port=ours.webhook_port, host=ours.webhook_host, certfile=ours.webhook_certfile,
+            pkeyfile=ours.webhook_pkeyfile)
+        settings.admission.managed = "draftgen.io"
+    kube = Kube.from_environment()
+    state.set_reconciler(Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, owner)))
+    serve(ours.metrics_port)
+    logger.info("draftgen operator configured: poll every %ss", ours.poll_interval_seconds)
+
+
+@kopf.on.cleanup()
+def close(**_: Any) -> None:
+    try:
+        state.reconciler().kube.close()
+    except RuntimeError:
+        pass
+    state.set_reconciler(None)

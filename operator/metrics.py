@@ -1,0 +1,63 @@
+"""The operator's own Prometheus metrics (prefix `draftgen_operator_`), on their own registry.
+
+| metric | type | labels | meaning |
+|---|---|---|---|
+| `draftgen_operator_jobs` | gauge | phase | GenerationJobs this operator handles, by phase |
+| `draftgen_operator_reconcile_errors_total` | counter | kind | reconciles that raised (`api`, `other`) |
+| `draftgen_operator_reconcile_duration_seconds` | histogram | | time of one reconcile |
+| `draftgen_operator_reconciles_total` | counter | | reconciles run |
+
+Liveness is kopf's own endpoint (`draftgen operator --liveness http://0.0.0.0:8081/healthz`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from draftgen.spec import PHASES
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+JOBS = Gauge("draftgen_operator_jobs", "GenerationJobs handled by this operator, by phase",
+             ["phase"], registry=REGISTRY)
+RECONCILE_ERRORS = Counter("draftgen_operator_reconcile_errors",
+                           "Reconciles that raised, by kind (api, other)", ["kind"],
+                           registry=REGISTRY)
+RECONCILE_DURATION = Histogram("draftgen_operator_reconcile_duration_seconds",
+                               "Duration of one reconcile of one GenerationJob",
+                               buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+                               registry=REGISTRY)
+RECONCILES = Counter("draftgen_operator_reconciles", "Reconciles run", registry=REGISTRY)
+
+_phases: dict[tuple[str, str], str] = {}
+_lock = threading.Lock()
+_server_started = False
+
+for _phase in PHASES:
+    JOBS.labels(phase=_phase).set(0)
+
+
+def record_phase(namespace: str, name: str, phase: str | None) -> None:
+    """Remember one job's phase (None when it is gone) and refresh the per-phase gauge."""
+    with _lock:
+        if phase is None:
+            _phases.pop((namespace, name), None)
+        else:
+            _phases[(namespace, name)] = phase
+        counts = {p: 0 for p in PHASES}
+        for value in _phases.values():
+            counts[value] = counts.get(value, 0) + 1
+        for p, n in counts.items():
+            JOBS.labels(phase=p).set(n)
+
+
+def serve(port: int) -> None:
+    """Serve `/metrics` on `port` (once per process; 0 disables)."""
+    global _server_started
+    with _lock:
+        if _server_started or not port:
+            return
+        start_http_server(port, registry=REGISTRY)
+        _server_started = True

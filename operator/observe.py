@@ -1,0 +1,131 @@
+"""Reading the state of the children: pure functions over the API objects.
+
+They turn pod and Job statuses into decisions a person can act on: a server that keeps dying
+(and why: out of memory, a crash with its last log lines), a pod that cannot be scheduled, a
+generator that ran out of retries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from . import names
+
+# Words in a crash's termination message that mean the GPU ran out of memory.
+_CUDA_OOM = ("out of memory", "outofmemoryerror", "cuda error: out of memory")
+_IMAGE_ERRORS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerHealth:
+    """What the server pods say about themselves."""
+
+    restarts: int = 0
+    failure: tuple[str, str] | None = None
+    """(reason, message) when the server will not come up by itself: the job fails."""
+    waiting: tuple[str, str] | None = None
+    """(reason, message) for a server that is not ready yet but may still become ready."""
+
+
+def _container(pod: dict[str, Any], name: str) -> dict[str, Any] | None:
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if status.get("name") == name:
+            return status
+    return None
+
+
+def server_health(pods: list[dict[str, Any]], crash_loop_restarts: int) -> ServerHealth:
+    """Restarts over all server pods, and the reason to fail after `crash_loop_restarts`."""
+    restarts = 0
+    failure = None
+    waiting = None
+    for pod in pods:
+        pod_name = pod["metadata"]["name"]
+        status = pod.get("status") or {}
+        for cond in status.get("conditions") or []:
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                waiting = ("Unschedulable", f"server pod {pod_name} cannot be scheduled: "
+                           f"{cond.get('message', '')} (check GPU capacity, "
+                           "server.nodeSelector and server.tolerations)")
+        cs = _container(pod, names.SERVER_CONTAINER)
+        if cs is None:
+            continue
+        count = int(cs.get("restartCount") or 0)
+        restarts += count
+        state_waiting = (cs.get("state") or {}).get("waiting") or {}
+        if state_waiting.get("reason") in _IMAGE_ERRORS:
+            waiting = ("ImagePullError", f"server pod {pod_name}: {state_waiting.get('reason')}: "
+                       f"{state_waiting.get('message', '')} (check server.image)")
+        last = (cs.get("lastState") or {}).get("terminated") or \
+            (cs.get("state") or {}).get("terminated") or {}
+        if count < crash_loop_restarts:
+            continue
+        failure = _crash_reason(pod_name, count, last)
+    return ServerHealth(restarts=restarts, failure=failure, waiting=waiting)
+
+
+def _crash_reason(pod_name: str, count: int, last: dict[str, Any]) -> tuple[str, str]:
+    reason = last.get("reason") or "Error"
+    message = (last.get("message") or "").strip()
+    tail = message[-600:]
+    if reason == "OOMKilled":
+        return ("ServerOutOfHostMemory", (
+            f"server pod {pod_name} was killed for host memory {count} times (OOMKilled): "
+            "lower server.hierarchicalCache.sizeGBPerRank (it is per tensor-parallel rank) or "
+            "raise server.resources.limits.memory"))
+    if any(word in message.lower() for word in _CUDA_OOM):
+        return ("ServerOutOfGPUMemory", (
+            f"server pod {pod_name} ran out of GPU memory and restarted {count} times: lower "
+            "server.memFractionStatic (0.85–0.88 leaves room for prefill), "
+            f"server.maxRunningRequests or server.chunkedPrefillSize. Last log lines: {tail}"))
+    exit_code = last.get("exitCode")
+    return ("ServerCrashLoop", (
+        f"server pod {pod_name} restarted {count} times (last exit: {reason}, code "
+        f"{exit_code}); see `kubectl logs --previous {pod_name}`. Last log lines: {tail}"))
+
+
+def ready_replicas(deployments: list[dict[str, Any]]) -> int:
+    """Server replicas whose Deployment reports a ready pod."""
+    return sum(1 for d in deployments
+               if int((d.get("status") or {}).get("readyReplicas") or 0) >= 1)
+
+
+def job_outcome(job: dict[str, Any]) -> tuple[str, str]:
+    """('running' | 'succeeded' | 'failed', message) of a batch/v1 Job."""
+    status = job.get("status") or {}
+    for cond in status.get("conditions") or []:
+        if cond.get("status") != "True":
+            continue
+        if cond.get("type") in ("Complete", "SuccessCriteriaMet"):
+            return "succeeded", cond.get("message") or ""
+        if cond.get("type") in ("Failed", "FailureTarget"):
+            return "failed", (f"{cond.get('reason', '')}: {cond.get('message', '')}").strip(": ")
+    if int(status.get("succeeded") or 0) >= 1:
+        return "succeeded", ""
+    return "running", ""
+
+
+def generator_failure_detail(pods: list[dict[str, Any]]) -> str:
+    """The last failed generator pod's exit and final log lines (FallbackToLogsOnError)."""
+    details = []
+    for pod in pods:
+        cs = _container(pod, names.GENERATOR_CONTAINER)
+        term = ((cs or {}).get("state") or {}).get("terminated") or {}
+        if term and term.get("exitCode") not in (None, 0):
+            details.append((term.get("finishedAt") or "", pod["metadata"]["name"], term))
+    if not details:
+        return ""
+    _, pod_name, term = sorted(details)[-1]
+    message = (term.get("message") or "").strip()[-600:]
+    return f"pod {pod_name} exited with code {term.get('exitCode')}: {message}".strip(": ")
+
+
+def running_pod_ips(pods: list[dict[str, Any]]) -> list[str]:
+    """Addresses of running pods (for the generator's metrics and the server's info)."""
+    out = []
+    for pod in pods:
+        status = pod.get("status") or {}
+        if status.get("phase") == "Running" and status.get("podIP"):
+            out.append(status["podIP"])
+    return out

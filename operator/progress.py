@@ -1,0 +1,148 @@
+"""Progress as the generator reports it on its metrics endpoint (docs/metrics.md), and the
+server's KV capacity from SGLang's `/get_server_info`.
+
+Parsing is pure (text in, typed progress out); the two fetchers are the only I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from draftgen.spec import DatasetProgress
+
+
+def _format_duration(seconds: float | None) -> str:
+    """`62000` → `17h13m`; `""` for unknown (used only if the planner's helper is missing)."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return ""
+    total = int(round(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+try:  # the planner's helper, so `draftgen plan` and the status print ETAs alike
+    from draftgen.plan.eta import format_duration
+except ImportError:  # pragma: no cover
+    format_duration = _format_duration
+
+
+@dataclasses.dataclass
+class GeneratorProgress:
+    """The generator's own figures, summed over the metric labels."""
+
+    datasets: list[DatasetProgress]
+    throughput_tokens_per_second: float | None = None
+    eta_seconds: float | None = None
+    job_done: bool = False
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(d.completion_tokens for d in self.datasets)
+
+    def percent(self) -> str:
+        """Completion tokens against the total budget, when every dataset has one."""
+        budgets = [d.budget_completion_tokens for d in self.datasets]
+        if not self.datasets:
+            return ""
+        if all(b for b in budgets):
+            done = sum(min(d.completion_tokens, d.budget_completion_tokens or 0)
+                       for d in self.datasets)
+            total = sum(b or 0 for b in budgets)
+            return f"{100 * done // total}%"
+        finished = sum(1 for d in self.datasets if d.done)
+        return f"{finished}/{len(self.datasets)} datasets"
+
+
+def parse_metrics(text: str) -> GeneratorProgress:
+    """Read the `draftgen_*` metrics of docs/metrics.md into per-dataset progress."""
+    samples: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    budget: dict[str, float] = {}
+    done: dict[str, bool] = {}
+    seen: set[str] = set()
+    throughput = eta = None
+    job_done = False
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            ds = s.labels.get("dataset")
+            if s.name == "draftgen_samples_total" and ds:
+                samples[ds]["samples"] += s.value
+            elif s.name == "draftgen_completion_tokens_total" and ds:
+                samples[ds]["completion"] += s.value
+            elif s.name == "draftgen_prompt_tokens_total" and ds:
+                samples[ds]["prompt"] += s.value
+            elif s.name == "draftgen_rejects_total" and ds:
+                samples[ds]["rejects"] += s.value
+            elif s.name == "draftgen_budget_completion_tokens" and ds:
+                budget[ds] = s.value
+            elif s.name == "draftgen_dataset_done" and ds:
+                done[ds] = s.value >= 1
+            elif s.name == "draftgen_throughput_tokens_per_second":
+                throughput = s.value
+            elif s.name == "draftgen_eta_seconds":
+                eta = s.value if math.isfinite(s.value) else None
+            elif s.name == "draftgen_job_done":
+                job_done = s.value >= 1
+            else:
+                continue
+            if ds:
+                seen.add(ds)
+    datasets = []
+    for name in sorted(seen):
+        counts = samples[name]
+        b = int(budget[name]) if name in budget else None
+        completion = int(counts["completion"])
+        overshoot = None
+        if b:
+            overshoot = round(max(0, completion - b) * 100.0 / b, 3)
+        datasets.append(DatasetProgress(
+            name=name, samples=int(counts["samples"]), prompt_tokens=int(counts["prompt"]),
+            completion_tokens=completion, budget_completion_tokens=b,
+            done=done.get(name, False), overshoot_percent=overshoot,
+            rejects=int(counts["rejects"])))
+    return GeneratorProgress(datasets=datasets, throughput_tokens_per_second=throughput,
+                             eta_seconds=eta, job_done=job_done)
+
+
+def scrape(host: str, port: int, timeout: float) -> GeneratorProgress | None:
+    """The generator's progress, or None when its endpoint does not answer (yet)."""
+    try:
+        rsp = httpx.get(f"http://{_host(host)}:{port}/metrics", timeout=timeout)
+        rsp.raise_for_status()
+    except httpx.HTTPError:
+        return None
+    return parse_metrics(rsp.text)
+
+
+def server_kv_capacity(host: str, port: int, timeout: float) -> int | None:
+    """`max_total_num_tokens` from SGLang's `/get_server_info` (the KV pool in tokens)."""
+    try:
+        rsp = httpx.get(f"http://{_host(host)}:{port}/get_server_info", timeout=timeout)
+        rsp.raise_for_status()
+        info = rsp.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    value = info.get("max_total_num_tokens") if isinstance(info, dict) else None
+    if value is None and isinstance(info, dict):
+        # Some versions report it only per data-parallel rank.
+        for state in info.get("internal_states") or []:
+            if isinstance(state, dict) and state.get("max_total_num_tokens"):
+                value = state["max_total_num_tokens"]
+                break
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+def _host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,29 @@
+"""Pure renderers: a validated GenerationJob spec → the Kubernetes objects the operator creates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from draftgen.spec import parse_spec
+
+from .. import names
+from ..settings import OperatorSettings, effective_spec
+from . import generator, server
+
+
+def render_all(name: str, namespace: str, spec: dict[str, Any],
+               settings: OperatorSettings | None = None) -> list[dict[str, Any]]:
+    """Every object the operator creates for a job once its server is ready, in creation order."""
+    settings = settings or OperatorSettings()
+    parsed = parse_spec(effective_spec(spec, settings), name=name)
+    document = generator.job_document(name, namespace, spec)
+    endpoints = names.server_endpoints(name, namespace, parsed.server.replicas, parsed.server.port)
+    return [
+        server.service(parsed, name, namespace),
+        *server.deployments(parsed, name, namespace, settings),
+        generator.config_map(name, namespace, document),
+        generator.job(parsed, name, namespace, endpoints, document, settings),
+    ]
+
+
+__all__ = ["generator", "render_all", "server"]

@@ -1,0 +1,164 @@
+"""The generator as Kubernetes objects: a ConfigMap holding the job document and a `batch/v1` Job.
+
+Pure functions. The ConfigMap holds the same GenerationJob document the user applied (status
+and cluster bookkeeping removed), so `draftgen generate --job` reads exactly what a local run
+reads. The output claim is the only writable data volume; inputs and model are read-only and the
+root filesystem is read-only too (`/tmp` is an explicit emptyDir).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import yaml
+
+from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
+
+from .. import names
+from ..settings import OperatorSettings
+
+CONFIG_KEY = "job.yaml"
+
+
+def job_document(name: str, namespace: str, spec: dict[str, Any],
+                 labels: dict[str, str] | None = None) -> str:
+    """The GenerationJob YAML the generator reads: the user's spec, no status, no bookkeeping."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = dict(labels)
+    doc = {"apiVersion": API_VERSION, "kind": KIND, "metadata": meta, "spec": spec}
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
+def config_hash(document: str) -> str:
+    return hashlib.sha256(document.encode()).hexdigest()[:16]
+
+
+def config_map(job: str, namespace: str, document: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": names.generator_name(job),
+            "namespace": namespace,
+            "labels": names.labels(job, "generator"),
+            "annotations": {names.CONFIG_HASH_ANNOTATION: config_hash(document)},
+        },
+        "data": {CONFIG_KEY: document},
+    }
+
+
+def output_dir(spec: GenerationJobSpec) -> str:
+    """`<output mount>/<output path>` inside the generator pod."""
+    path = spec.output.path.strip("/")
+    mount = spec.output.mount_path.rstrip("/") or "/"
+    return mount if path in ("", ".") else f"{mount}/{path}"
+
+
+def generator_args(spec: GenerationJobSpec, endpoints: list[str]) -> list[str]:
+    args = ["generate", "--job", names.JOB_FILE]
+    for url in endpoints:
+        args += ["--server", url]
+    args += ["--output", output_dir(spec), "--inputs", spec.inputs.mount_path,
+             "--metrics-port", str(spec.generator.metrics_port)]
+    return args
+
+
+def job(spec: GenerationJobSpec, job_name: str, namespace: str, endpoints: list[str],
+        document: str, settings: OperatorSettings) -> dict[str, Any]:
+    """The generator Job; each retry (up to `backoffLimit`) resumes from the output exactly."""
+    g = spec.generator
+    image = g.image or settings.generator_image
+    mounts: list[dict[str, Any]] = [
+        {"name": "job", "mountPath": names.JOB_FILE_DIR, "readOnly": True},
+        {"name": "output", "mountPath": spec.output.mount_path},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ]
+    volumes: list[dict[str, Any]] = [
+        {"name": "job", "configMap": {"name": names.generator_name(job_name),
+                                      "items": [{"key": CONFIG_KEY, "path": CONFIG_KEY}]}},
+        {"name": "output", **({"persistentVolumeClaim": {"claimName": spec.output.claim_name}}
+                              if spec.output.claim_name else {"emptyDir": {}})},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
+    ]
+    if spec.inputs.claim_name:
+        mounts.append({"name": "inputs", "mountPath": spec.inputs.mount_path, "readOnly": True})
+        volumes.append({"name": "inputs", "persistentVolumeClaim": {
+            "claimName": spec.inputs.claim_name, "readOnly": True}})
+    if spec.model.volume is not None:
+        # The tokenizer is read from the model volume.
+        mounts.append({"name": "model", "mountPath": spec.model.volume.mount_path,
+                       "readOnly": True})
+        volumes.append({"name": "model", "persistentVolumeClaim": {
+            "claimName": spec.model.volume.claim_name, "readOnly": True}})
+    env: list[dict[str, Any]] = [
+        {"name": "HOME", "value": "/tmp"},
+        {"name": "HF_HOME", "value": "/tmp/huggingface"},
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+    ]
+    if not spec.model.tokenizer_location.startswith("hf://"):
+        env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
+    if spec.model.hf_token_secret is not None:
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
+            "name": spec.model.hf_token_secret.name, "key": spec.model.hf_token_secret.key}}})
+    container: dict[str, Any] = {
+        "name": names.GENERATOR_CONTAINER,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["draftgen"],
+        "args": generator_args(spec, endpoints),
+        "env": env,
+        "ports": [{"name": "metrics", "containerPort": g.metrics_port, "protocol": "TCP"}],
+        "volumeMounts": mounts,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+        },
+    }
+    if g.resources:
+        container["resources"] = dict(g.resources)
+    uid = settings.run_as_user or 1000
+    labels = names.labels(job_name, "generator")
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": names.generator_name(job_name),
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": {names.CONFIG_HASH_ANNOTATION: config_hash(document)},
+        },
+        "spec": {
+            "backoffLimit": g.backoff_limit,
+            "completions": 1,
+            "parallelism": 1,
+            "template": {
+                "metadata": {
+                    "labels": labels,
+                    "annotations": {
+                        "prometheus.io/scrape": "true",
+                        "prometheus.io/port": str(g.metrics_port),
+                        "prometheus.io/path": "/metrics",
+                    },
+                },
+                "spec": {
+                    # A pod per attempt keeps each failed attempt's logs for `kubectl logs`.
+                    "restartPolicy": "Never",
+                    "enableServiceLinks": False,
+                    "automountServiceAccountToken": False,
+                    "securityContext": {
+                        "runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid,
+                        # The output claim becomes writable for the generator's group.
+                        "fsGroup": uid,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }

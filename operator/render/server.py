@@ -1,0 +1,238 @@
+"""The SGLang server as Kubernetes objects: pure functions of a validated spec.
+
+Why one Deployment per replica (`replicas: 1` each) and not a StatefulSet:
+- Each replica is an independent data-parallel copy of the model (tensor parallel *inside* the
+  pod), so there is no rank order to keep and no per-pod volume to claim: the StatefulSet's two
+  features buy nothing here.
+- A StatefulSet whose pod crash-loops on a bad template does not roll forward until that pod is
+  deleted by hand ("forced rollback"); separate Deployments with `strategy: Recreate` replace the
+  pod on every change, and a GPU pod never waits for a surge pod that cannot be scheduled (a
+  RollingUpdate would ask for a second set of 8 GPUs).
+- Per-pod DNS still exists: each pod sets `hostname: <job>-server-<n>` and
+  `subdomain: <job>-server`, and the headless Service `<job>-server` publishes
+  `<job>-server-<n>.<job>-server.<ns>.svc` for every ready pod, so the generator balances over
+  stable per-replica URLs that survive pod restarts.
+Multi-node tensor parallelism (one model over several nodes) is out of scope: that is a
+LeaderWorkerSet job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+from draftgen.spec import GenerationJobSpec
+
+from .. import names
+from ..settings import OperatorSettings
+
+HOME = "/home/sglang"
+METRICS_PATH = "/metrics"
+PROBE_PERIOD_SECONDS = 10
+# SGLang's /health_generate waits up to SGLANG_HEALTH_CHECK_TIMEOUT (20 s) for one token.
+HEALTH_GENERATE_TIMEOUT_SECONDS = 30
+
+
+def server_args(spec: GenerationJobSpec) -> list[str]:
+    """`python3 -m sglang.launch_server` arguments for the spec; each flag from one spec field."""
+    s = spec.server
+    args = [
+        "--model-path", spec.model.weights.removeprefix("hf://"),
+        "--host", "0.0.0.0",
+        "--port", str(s.port),
+        "--tp-size", str(s.tensor_parallel_size),
+        "--mem-fraction-static", str(s.mem_fraction_static),
+        "--kv-cache-dtype", s.kv_cache_dtype,
+        "--enable-metrics",
+    ]
+    if spec.model.tokenizer:
+        args += ["--tokenizer-path", spec.model.tokenizer.removeprefix("hf://")]
+    if spec.model.trust_remote_code:
+        args.append("--trust-remote-code")
+    if s.hierarchical_cache.enabled:
+        # --hicache-size is GB of host memory *per tensor-parallel rank* (validated in the spec).
+        args += ["--enable-hierarchical-cache",
+                 "--hicache-size", str(s.hierarchical_cache.size_gb_per_rank)]
+    if s.max_running_requests is not None:
+        args += ["--max-running-requests", str(s.max_running_requests)]
+    if s.chunked_prefill_size is not None:
+        args += ["--chunked-prefill-size", str(s.chunked_prefill_size)]
+    if s.context_length is not None:
+        args += ["--context-length", str(s.context_length)]
+    args += list(s.extra_args)
+    return args
+
+
+def _env(spec: GenerationJobSpec) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [
+        # /health must be a cheap liveness check; /health_generate (readiness) still generates.
+        {"name": "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "value": "0"},
+        # Writable paths are given explicitly: the root filesystem is read-only.
+        {"name": "HOME", "value": HOME},
+        {"name": "XDG_CACHE_HOME", "value": f"{HOME}/.cache"},
+        {"name": "HF_HOME", "value": f"{HOME}/.cache/huggingface"},
+        {"name": "TRITON_CACHE_DIR", "value": f"{HOME}/.cache/triton"},
+        {"name": "TORCHINDUCTOR_CACHE_DIR", "value": f"{HOME}/.cache/torchinductor"},
+        {"name": "TMPDIR", "value": "/tmp"},
+    ]
+    if not spec.model.weights.startswith("hf://"):
+        env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
+    secret = spec.model.hf_token_secret
+    if secret is not None:
+        # The token only ever travels as a secretKeyRef: never in args, the spec or the status.
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
+            "name": secret.name, "key": secret.key}}})
+    return env
+
+
+def _resources(spec: GenerationJobSpec) -> dict[str, Any]:
+    res = json.loads(json.dumps(spec.server.resources or {}))
+    gpus = str(spec.server.gpus)
+    res.setdefault("limits", {})["nvidia.com/gpu"] = gpus
+    res.setdefault("requests", {})["nvidia.com/gpu"] = gpus
+    return res
+
+
+def _probe(path: str, *, period: int, timeout: int, failures: int) -> dict[str, Any]:
+    return {"httpGet": {"path": path, "port": "http"}, "periodSeconds": period,
+            "timeoutSeconds": timeout, "failureThreshold": failures}
+
+
+def pod_template(spec: GenerationJobSpec, job: str, replica: int,
+                 settings: OperatorSettings) -> dict[str, Any]:
+    """The server pod template of one replica."""
+    s = spec.server
+    startup_failures = math.ceil(settings.server_startup_seconds / PROBE_PERIOD_SECONDS)
+    mounts = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": "home", "mountPath": HOME},
+    ]
+    volumes: list[dict[str, Any]] = [
+        # NCCL between the TP ranks uses shared memory; the container default is 64 MiB.
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": s.shm_size}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "8Gi"}},
+        {"name": "home", "emptyDir": {"sizeLimit": "16Gi"}},
+    ]
+    if spec.model.volume is not None:
+        mounts.append({"name": "model", "mountPath": spec.model.volume.mount_path,
+                       "readOnly": True})
+        volumes.append({"name": "model", "persistentVolumeClaim": {
+            "claimName": spec.model.volume.claim_name, "readOnly": True}})
+    container = {
+        "name": names.SERVER_CONTAINER,
+        "image": s.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "-m", "sglang.launch_server"],
+        "args": server_args(spec),
+        "env": _env(spec),
+        "ports": [{"name": "http", "containerPort": s.port, "protocol": "TCP"}],
+        "resources": _resources(spec),
+        # Loading a 1T-parameter model takes 10–30 minutes: liveness and readiness start only
+        # after this probe passes, and it allows `serverStartupSeconds`.
+        "startupProbe": _probe("/health_generate", period=PROBE_PERIOD_SECONDS,
+                               timeout=HEALTH_GENERATE_TIMEOUT_SECONDS, failures=startup_failures),
+        # Ready = can actually generate a token (it returns at once while requests are running).
+        "readinessProbe": _probe("/health_generate", period=30,
+                                 timeout=HEALTH_GENERATE_TIMEOUT_SECONDS, failures=3),
+        # Alive = the HTTP server answers; no generation, so a busy server is never restarted.
+        "livenessProbe": _probe("/health", period=30, timeout=10, failures=5),
+        # On a crash the last log lines (e.g. "CUDA out of memory") reach the pod status.
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "volumeMounts": mounts,
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+        },
+    }
+    pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    if settings.run_as_user:
+        pod_security.update(runAsNonRoot=True, runAsUser=settings.run_as_user,
+                            runAsGroup=settings.run_as_user, fsGroup=settings.run_as_user)
+    pod_spec: dict[str, Any] = {
+        "hostname": names.server_name(job, replica),
+        "subdomain": names.service_name(job),
+        "enableServiceLinks": False,
+        "automountServiceAccountToken": False,
+        "terminationGracePeriodSeconds": 60,
+        "securityContext": pod_security,
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if s.node_selector:
+        pod_spec["nodeSelector"] = dict(s.node_selector)
+    if s.tolerations:
+        pod_spec["tolerations"] = [dict(t) for t in s.tolerations]
+    return {
+        "metadata": {
+            "labels": names.labels(job, "server", **{names.REPLICA_LABEL: str(replica)}),
+            "annotations": {
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": str(s.port),
+                "prometheus.io/path": METRICS_PATH,
+            },
+        },
+        "spec": pod_spec,
+    }
+
+
+def template_hash(template: dict[str, Any]) -> str:
+    """A short stable hash of a pod template: a changed server spec changes it."""
+    return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def deployment(spec: GenerationJobSpec, job: str, namespace: str, replica: int,
+               settings: OperatorSettings, *, running: bool = True) -> dict[str, Any]:
+    """Deployment `<job>-server-<replica>`: one pod, `replicas: 0` when suspended."""
+    template = pod_template(spec, job, replica, settings)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": names.server_name(job, replica),
+            "namespace": namespace,
+            "labels": names.labels(job, "server", **{names.REPLICA_LABEL: str(replica)}),
+            "annotations": {names.SERVER_HASH_ANNOTATION: template_hash(template)},
+        },
+        "spec": {
+            "replicas": 1 if running else 0,
+            # Never two GPU pods of one replica at once: a surge pod could not be scheduled.
+            "strategy": {"type": "Recreate"},
+            # Loading may take the whole startup allowance; don't mark the rollout stalled sooner.
+            "progressDeadlineSeconds": settings.server_startup_seconds + 600,
+            "revisionHistoryLimit": 2,
+            "selector": {"matchLabels": names.selector(
+                job, "server", **{names.REPLICA_LABEL: str(replica)})},
+            "template": template,
+        },
+    }
+
+
+def deployments(spec: GenerationJobSpec, job: str, namespace: str, settings: OperatorSettings,
+                *, running: bool = True) -> list[dict[str, Any]]:
+    """One Deployment per replica."""
+    return [deployment(spec, job, namespace, i, settings, running=running)
+            for i in range(spec.server.replicas)]
+
+
+def service(spec: GenerationJobSpec, job: str, namespace: str) -> dict[str, Any]:
+    """Headless Service: a DNS name per ready server pod, no load balancing in between."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": names.service_name(job),
+            "namespace": namespace,
+            "labels": names.labels(job, "server"),
+        },
+        "spec": {
+            "clusterIP": "None",
+            "selector": names.selector(job, "server"),
+            "ports": [{"name": "http", "port": spec.server.port, "targetPort": "http",
+                       "protocol": "TCP"}],
+            "publishNotReadyAddresses": False,
+        },
+    }

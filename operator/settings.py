@@ -1,0 +1,148 @@
+"""Operator settings: typed, with a docstring per field, read from `DRAFTGEN_OPERATOR_*` env vars so
+the Helm chart can set every one of them.
+
+GenerationJobs inherit the server defaults below (image, tensor parallelism, GPUs, memory fraction)
+only for fields the job leaves unset: the CRD carries no defaults, so an absent key in the stored
+object really is "unset", and a value the user wrote always wins.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+from typing import Any, get_type_hints
+
+from draftgen.spec.server import ServerSpec
+
+ENV_PREFIX = "DRAFTGEN_OPERATOR_"
+
+
+@dataclasses.dataclass(frozen=True)
+class OperatorSettings:
+    """Everything the operator is configured with (env `DRAFTGEN_OPERATOR_<FIELD IN CAPITALS>`)."""
+
+    generator_image: str = "ghcr.io/draftgen/draftgen:0.1.0"
+    """Image of the generator Job when `spec.generator.image` is unset: the operator's own image
+    (the chart sets it to the image the operator runs from)."""
+
+    server_image: str = ServerSpec.model_fields["image"].default
+    """SGLang image when `spec.server.image` is unset."""
+
+    server_tensor_parallel_size: int | None = None
+    """`spec.server.tensorParallelSize` for jobs that leave it unset (None: the spec's default)."""
+
+    server_gpus_per_replica: int | None = None
+    """`spec.server.gpusPerReplica` for jobs that leave it unset (None: tensorParallelSize)."""
+
+    server_mem_fraction_static: float | None = None
+    """`spec.server.memFractionStatic` for jobs that leave it unset (None: the spec's default)."""
+
+    namespaces: tuple[str, ...] = ()
+    """Namespaces to watch; empty means all namespaces (cluster-wide)."""
+
+    peering_name: str = "draftgen"
+    """kopf peering object name: operators sharing it elect one active instance."""
+
+    standalone: bool = False
+    """Run without peering (a single replica, no leader election)."""
+
+    metrics_port: int = 8080
+    """Port of the operator's own Prometheus metrics (`/metrics`); 0 disables them."""
+
+    liveness_port: int = 8081
+    """Port of kopf's liveness endpoint (`/healthz`); 0 disables it."""
+
+    poll_interval_seconds: float = 15.0
+    """How often each job is reconciled: server readiness, generator progress, crash loops."""
+
+    http_timeout_seconds: float = 5.0
+    """Timeout for reading the generator's metrics and the server's `/get_server_info`."""
+
+    crash_loop_restarts: int = 3
+    """Server container restarts after which the job fails with the crash reason instead of
+    waiting forever (a 1T model that OOMs at load would otherwise restart for hours)."""
+
+    server_startup_seconds: int = 3600
+    """How long the startup probe lets SGLang load before the kubelet restarts it (Kimi-K2.5's
+    ~600 GB of weights take 10–30 minutes; at least 30 minutes is required)."""
+
+    run_as_user: int = 1000
+    """UID of the generator container (non-root)."""
+
+    webhook: bool = False
+    """Serve the validating admission webhook (see docs/operator.md)."""
+
+    webhook_port: int = 9443
+    """Port of the admission webhook server."""
+
+    webhook_host: str | None = None
+    """Host name the API server uses to reach the webhook (a Service DNS name); None lets kopf
+    detect it."""
+
+    webhook_certfile: str | None = None
+    """TLS certificate of the webhook server (PEM); None makes kopf generate a self-signed one."""
+
+    webhook_pkeyfile: str | None = None
+    """TLS private key of the webhook server (PEM)."""
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> OperatorSettings:
+        """Read every field from `DRAFTGEN_OPERATOR_<FIELD>`; unset variables keep the defaults."""
+        env = os.environ if env is None else env
+        hints = get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            raw = env.get(ENV_PREFIX + field.name.upper())
+            if raw is None or raw == "":
+                continue
+            values[field.name] = _convert(field.name, raw, hints[field.name])
+        return cls(**values)
+
+
+def _convert(name: str, raw: str, hint: Any) -> Any:
+    text = str(hint)
+    try:
+        if "tuple" in text:
+            return tuple(p.strip() for p in raw.split(",") if p.strip())
+        if "bool" in text:
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if "float" in text:
+            return float(raw)
+        if "int" in text:
+            return int(raw)
+    except ValueError:
+        raise ValueError(
+            f"{ENV_PREFIX}{name.upper()}={raw!r}: not a valid {text}; fix the variable "
+            "(Helm value operator.*)"
+        ) from None
+    return raw
+
+
+# spec.server key → settings field: filled in only when the job leaves the key out.
+_SERVER_DEFAULTS = {
+    "image": "server_image",
+    "tensorParallelSize": "server_tensor_parallel_size",
+    "gpusPerReplica": "server_gpus_per_replica",
+    "memFractionStatic": "server_mem_fraction_static",
+}
+
+
+def effective_spec(spec: dict[str, Any], settings: OperatorSettings) -> dict[str, Any]:
+    """The job's spec with the operator's defaults filled into the fields it leaves unset."""
+    out = copy.deepcopy(dict(spec))
+    server = dict(out.get("server") or {})
+    for key, attr in _SERVER_DEFAULTS.items():
+        value = getattr(settings, attr)
+        if key not in server and value is not None:
+            server[key] = value
+    out["server"] = server
+    generator = dict(out.get("generator") or {})
+    if not generator.get("image"):
+        generator["image"] = settings.generator_image
+    out["generator"] = generator
+    return out

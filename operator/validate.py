@@ -1,0 +1,78 @@
+"""Validation of a GenerationJob as the operator sees it, and the same as an admission webhook.
+
+`check(name, spec, settings)` is what every reconcile runs first: the typed rules of
+`draftgen.spec` (the very ones `draftgen validate` applies) plus the few that only matter in a
+cluster (output and inputs must live on claims, local weights need a volume). A rejected spec is
+reported in `status` (phase Failed, condition SpecValid=False, reason InvalidSpec, message naming
+each field and its fix); editing the spec re-runs the check.
+
+The webhook refuses the same specs at `kubectl apply` time. It is off by default; enable it with
+`DRAFTGEN_OPERATOR_WEBHOOK=1` (Helm: `operator.webhook.enabled`): kopf then serves HTTPS on
+`DRAFTGEN_OPERATOR_WEBHOOK_PORT` and manages a ValidatingWebhookConfiguration named
+`draftgen.io` pointing at it (see docs/operator.md for certificates and the Service).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from draftgen.spec import GenerationJobSpec, SpecError, parse_spec
+
+from .settings import OperatorSettings, effective_spec
+
+
+def cluster_problems(spec: GenerationJobSpec) -> list[str]:
+    """Rules that hold only when the operator runs the job (a local run may skip the claims)."""
+    problems = []
+    if not spec.output.claim_name:
+        problems.append(
+            "spec.output.claimName: required in a cluster; without a PersistentVolumeClaim the "
+            "records would be written inside the pod and lost with it; set it to a claim name")
+    if not spec.inputs.claim_name:
+        problems.append(
+            "spec.inputs.claimName: required in a cluster; dataset sources are read from this "
+            "PersistentVolumeClaim (mounted read-only at spec.inputs.mountPath)")
+    if spec.model.volume is None and not spec.model.weights.startswith("hf://"):
+        problems.append(
+            f"spec.model.volume: required for the local weights path {spec.model.weights!r}; "
+            "give the claim holding the weights, or use hf://ORG/NAME weights")
+    return problems
+
+
+def check(name: str, spec: dict[str, Any] | None,
+          settings: OperatorSettings) -> tuple[GenerationJobSpec | None, list[str]]:
+    """(the parsed spec with the operator's defaults, []) or (None, one message per problem)."""
+    try:
+        parsed = parse_spec(effective_spec(spec or {}, settings), name=name)
+    except SpecError as err:
+        return None, [p if p.startswith("spec") else f"spec.{p}" for p in err.problems]
+    problems = cluster_problems(parsed)
+    return (None, problems) if problems else (parsed, [])
+
+
+def admission_problems(body: dict[str, Any], settings: OperatorSettings) -> list[str]:
+    """What the webhook refuses: spec problems, and names too long for the children."""
+    meta = body.get("metadata") or {}
+    name = meta.get("name") or "job"
+    problems = []
+    from draftgen.spec.job import JOB_NAME_MAX
+    if len(name) > JOB_NAME_MAX:
+        problems.append(f"metadata.name: {name!r} is longer than {JOB_NAME_MAX} characters; "
+                        "children are named <name>-server-<n>: choose a shorter name")
+    problems += check(name[:JOB_NAME_MAX], body.get("spec"), settings)[1]
+    return problems
+
+
+def register_webhook(settings: OperatorSettings) -> None:
+    """Register the validating admission handler with kopf (called only when enabled)."""
+    import kopf
+
+    from draftgen.spec import GROUP, PLURAL, VERSION
+
+    @kopf.on.validate(GROUP, VERSION, PLURAL, id="generationjob-spec",
+                      operations=["CREATE", "UPDATE"])
+    def validate_generationjob(body: Any, **_: Any) -> None:
+        problems = admission_problems(dict(body), settings)
+        if problems:
+            raise kopf.AdmissionError("GenerationJob is invalid: " + "; ".join(problems),
+                                      code=422)

@@ -1,0 +1,209 @@
+"""kmock's KubernetesEmulator, made good enough for kopf, running in a background thread.
+
+What the subclass adds (see /work/shared/notes/kubernetes-testing.md):
+- `resourceVersion`, `uid`, `creationTimestamp` on create and a new `resourceVersion` on every
+  patch (kopf's JSON patches start with a test of `/metadata/resourceVersion`), `generation`
+  bumped when `spec` changes; a failed JSON-patch test answers 422 as a real API server does;
+- `labelSelector` honoured on lists (equality terms only);
+- the GenerationJob discovery entry, with its `status` subresource, and the built-in kinds the
+  operator uses.
+What it still does not do: garbage collection, admission, schema validation, controllers (no
+ReplicaSet, no pod, no Job status appears by itself: tests patch those in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import itertools
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import jsonpatch
+import kmock
+import yaml
+from kmock._internal import k8s as kmock_k8s
+
+RESOURCES = {
+    "v1/pods": dict(kind="Pod", namespaced=True, subresources={"status"}),
+    "v1/services": dict(kind="Service", namespaced=True, subresources={"status"}),
+    "v1/configmaps": dict(kind="ConfigMap", namespaced=True),
+    "v1/events": dict(kind="Event", namespaced=True),
+    "v1/namespaces": dict(kind="Namespace", namespaced=False),
+    "apps/v1/deployments": dict(kind="Deployment", namespaced=True,
+                                subresources={"status", "scale"}),
+    "batch/v1/jobs": dict(kind="Job", namespaced=True, subresources={"status"}),
+    "draftgen.io/v1alpha1/generationjobs": dict(
+        kind="GenerationJob", singular="generationjob", namespaced=True,
+        shortnames={"gj"}, subresources={"status"}),
+}
+VERBS = {"get", "list", "watch", "create", "patch", "update", "delete"}
+
+
+@attrs.define(kw_only=True)
+class DraftgenEmulator(kmock.KubernetesEmulator):
+    """The emulator plus the metadata bookkeeping a real API server does."""
+
+    _counter: Any = attrs.field(factory=lambda: itertools.count(1), init=False)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        for key, info in RESOURCES.items():
+            self.resources[key] = kmock.ResourceInfo(verbs=VERBS, **info)
+
+    def _next_version(self) -> str:
+        return str(next(self._counter))
+
+    async def _handle(self, request: kmock.Request):  # type: ignore[override]
+        if request.resource is not None:
+            try:
+                self._stamp(request)
+            except (jsonpatch.JsonPatchConflict, jsonpatch.JsonPatchTestFailed) as err:
+                raise kmock_k8s.KubernetesError(status=422, reason="Invalid",
+                                                message=str(err)) from None
+        return await super()._handle(request)
+
+    def _stamp(self, request: kmock.Request) -> None:
+        data = request.data
+        if request.action == kmock.action.CREATE and isinstance(data, dict):
+            meta = data.setdefault("metadata", {})
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", _now())
+            meta["resourceVersion"] = self._next_version()
+            meta.setdefault("generation", 1)
+            if request.namespace and not meta.get("namespace"):
+                meta["namespace"] = request.namespace
+        elif request.action == kmock.action.UPDATE and request.name is not None:
+            key = (request.resource, request.namespace, request.name)
+            current = self.objects[key].raw if key in self.objects and \
+                not self.objects[key].deleted else None
+            if current is None:
+                return
+            version = self._next_version()
+            if isinstance(data, list):
+                # Apply now to validate the `test` ops (422 on conflict), then stamp.
+                jsonpatch.apply_patch(current, data, in_place=False)
+                spec_changed = any(str(op.get("path", "")).startswith("/spec") for op in data)
+                data.append({"op": "add", "path": "/metadata/resourceVersion", "value": version})
+                if spec_changed and request.subresource is None:
+                    data.append({"op": "add", "path": "/metadata/generation",
+                                 "value": int(current["metadata"].get("generation", 1)) + 1})
+            elif isinstance(data, dict):
+                meta = data.setdefault("metadata", {}) if data.get("metadata") is not None \
+                    else data.setdefault("metadata", {})
+                meta["resourceVersion"] = version
+                if "spec" in data and request.subresource is None and \
+                        data["spec"] != current.get("spec"):
+                    meta["generation"] = int(current["metadata"].get("generation", 1)) + 1
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat().replace(
+        "+00:00", "Z")
+
+
+class EmulatorThread:
+    """Runs the emulator on 127.0.0.1 in its own thread and event loop; a sync test client."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.kubeconfig = workdir / "kubeconfig"
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self.emulator: DraftgenEmulator | None = None
+        self.url = ""
+        self._thread = threading.Thread(target=self._main, name="k8s-emulator", daemon=True)
+        self.http: httpx.Client | None = None
+
+    def _main(self) -> None:
+        asyncio.run(self._serve())
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        async with DraftgenEmulator() as emulator, kmock.Server(emulator, host="127.0.0.1") as srv:
+            self.emulator = emulator
+            self.url = str(srv.url).rstrip("/")
+            self._ready.set()
+            await self._stop.wait()
+
+    def start(self) -> EmulatorThread:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the Kubernetes emulator did not start")
+        self.kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
+            "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
+            "users": [{"name": "tester", "user": {"token": "test-token"}}],
+            "contexts": [{"name": "emulator", "context": {
+                "cluster": "emulator", "user": "tester", "namespace": "default"}}],
+        }))
+        self.http = httpx.Client(base_url=self.url, timeout=10)
+        return self
+
+    def stop(self) -> None:
+        if self.http is not None:
+            self.http.close()
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    # -- reading the emulator's state safely (in its own loop) ------------------------------
+    def call(self, fn, *args):
+        async def run():
+            return fn(*args)
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(10)
+
+    def requests(self) -> list[tuple[str, str, str | None, str | None]]:
+        """(method, resource plural, namespace, name-or-created-name) of every request so far."""
+        def collect():
+            out = []
+            for r in list(self.emulator._requests):  # type: ignore[union-attr]
+                if r.resource is None:
+                    continue
+                name = r.name
+                if name is None and isinstance(r.data, dict):
+                    name = (r.data.get("metadata") or {}).get("name")
+                out.append((str(r.method.value), r.resource.plural, r.namespace, name))
+            return out
+        return self.call(collect)
+
+    def creates(self, plural: str) -> list[str]:
+        return [name for m, p, _, name in self.requests() if m == "POST" and p == plural]
+
+    # -- the API over HTTP, as a user or a controller would use it ---------------------------
+    def get(self, api: str, plural: str, ns: str, name: str) -> dict | None:
+        rsp = self.http.get(f"{api}/namespaces/{ns}/{plural}/{name}")  # type: ignore[union-attr]
+        if rsp.status_code == 404:
+            return None
+        rsp.raise_for_status()
+        return rsp.json()
+
+    def list(self, api: str, plural: str, ns: str) -> list[dict]:
+        rsp = self.http.get(f"{api}/namespaces/{ns}/{plural}")  # type: ignore[union-attr]
+        rsp.raise_for_status()
+        return rsp.json()["items"]
+
+    def create(self, api: str, plural: str, ns: str, obj: dict) -> dict:
+        rsp = self.http.post(f"{api}/namespaces/{ns}/{plural}", json=obj)  # type: ignore[union-attr]
+        rsp.raise_for_status()
+        return rsp.json()
+
+    def patch(self, api: str, plural: str, ns: str, name: str, patch: dict,
+              subresource: str | None = None) -> dict:
+        url = f"{api}/namespaces/{ns}/{plural}/{name}" + (f"/{subresource}" if subresource else "")
+        rsp = self.http.patch(url, json=patch,  # type: ignore[union-attr]
+                              headers={"Content-Type": "application/merge-patch+json"})
+        rsp.raise_for_status()
+        return rsp.json()
+
+    def delete(self, api: str, plural: str, ns: str, name: str) -> None:
+        rsp = self.http.delete(f"{api}/namespaces/{ns}/{plural}/{name}")  # type: ignore[union-attr]
+        if rsp.status_code != 404:
+            rsp.raise_for_status()
