@@ -1,0 +1,113 @@
+"""Per-dataset ledger: what was written (this run and every earlier one) against the budget."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from draftgen.spec import Budget
+
+
+@dataclass
+class Ledger:
+    """Counts of one dataset's written records and rejects. Built from the shards on resume
+    (the records are the truth), then updated as each record is written."""
+
+    dataset: str
+    budget: Budget
+    samples: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reasons: Counter = field(default_factory=Counter)
+    completion_by_reason: Counter = field(default_factory=Counter)
+    rejects: Counter = field(default_factory=Counter)
+    exhausted: bool = False
+    """Every input row was used (or refused)."""
+    closed: bool = False
+    """The budget cannot take one more sample (less than one predicted sample left)."""
+
+    def add(self, prompt_tokens: int, completion_tokens: int, finish_reason: str) -> None:
+        self.samples += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        self.finish_reasons[finish_reason] += 1
+        self.completion_by_reason[finish_reason] += completion_tokens
+
+    def add_reject(self, reason: str) -> None:
+        self.rejects[reason] += 1
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def limit_met(self) -> str | None:
+        """The first budget limit reached (`completionTokens`, `totalTokens`, `maxSamples`)."""
+        b = self.budget
+        if b.completion_tokens is not None and self.completion_tokens >= b.completion_tokens:
+            return "completionTokens"
+        if b.total_tokens is not None and self.total_tokens >= b.total_tokens:
+            return "totalTokens"
+        if b.max_samples is not None and self.samples >= b.max_samples:
+            return "maxSamples"
+        return None
+
+    @property
+    def budget_met(self) -> bool:
+        return self.limit_met() is not None
+
+    @property
+    def done(self) -> bool:
+        return self.budget_met or self.exhausted or self.closed
+
+    @property
+    def remaining_completion_tokens(self) -> int | None:
+        if self.budget.completion_tokens is None:
+            return None
+        return self.budget.completion_tokens - self.completion_tokens
+
+    @property
+    def overshoot_completion_tokens(self) -> int:
+        remaining = self.remaining_completion_tokens
+        return 0 if remaining is None else max(0, -remaining)
+
+    @property
+    def overshoot_percent(self) -> float:
+        if not self.budget.completion_tokens:
+            return 0.0
+        return 100.0 * self.overshoot_completion_tokens / self.budget.completion_tokens
+
+    @property
+    def truncation_rate(self) -> float:
+        return self.finish_reasons["length"] / self.samples if self.samples else 0.0
+
+    def fraction_done(self) -> float | None:
+        """Progress towards the nearest limit, 0–1 (None without a budget)."""
+        b = self.budget
+        parts = []
+        if b.completion_tokens:
+            parts.append(self.completion_tokens / b.completion_tokens)
+        if b.total_tokens:
+            parts.append(self.total_tokens / b.total_tokens)
+        if b.max_samples:
+            parts.append(self.samples / b.max_samples)
+        return min(1.0, max(parts)) if parts else None
+
+    def manifest(self) -> dict:
+        """This dataset's `manifest.json` (docs/output-format.md)."""
+        return {
+            "dataset": self.dataset,
+            "samples": self.samples,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "finish_reasons": {"stop": self.finish_reasons["stop"],
+                               "length": self.finish_reasons["length"]},
+            "truncation_rate": round(self.truncation_rate, 6),
+            "rejects": sum(self.rejects.values()),
+            "budget": self.budget.model_dump(by_alias=True),
+            "overshoot_completion_tokens": self.overshoot_completion_tokens,
+            "overshoot_percent": round(self.overshoot_percent, 4),
+            "done": self.done,
+            "exhausted": self.exhausted,
+            "updated_at": time.time(),
+        }

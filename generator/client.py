@@ -1,0 +1,296 @@
+"""An async client for SGLang's native HTTP API: `/generate` with `input_ids`, `/abort_request`,
+server and model info, `/metrics`, and health. Every failure becomes a typed exception that
+says whether a retry can help, so the orchestrator never parses error strings."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from draftgen.spec import SamplingSpec
+
+
+class SGLangError(Exception):
+    """A request to an SGLang server failed."""
+
+    kind = "error"
+    """Label for `draftgen_errors_total{kind}`."""
+
+    retryable = False
+    """True when the same request may succeed later (the server restarts, a queue drains)."""
+
+
+class ServerUnavailable(SGLangError):
+    """The server could not be reached, or answered 5xx/503 (starting, restarting, overloaded)."""
+
+    kind = "connect"
+    retryable = True
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        if status is not None:
+            self.kind = "http_5xx"
+
+
+class RequestTimeout(SGLangError):
+    """No answer within the request timeout."""
+
+    kind = "timeout"
+    retryable = True
+
+
+class BadResponse(SGLangError):
+    """The server refused the request (4xx) or answered something that is not a generation.
+    Retrying the same request will not help."""
+
+    kind = "bad_response"
+
+    def __init__(self, message: str, status: int | None = None, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+    @property
+    def prompt_too_long(self) -> bool:
+        text = (str(self) + self.body).lower()
+        return "too long" in text or "exceeds the maximum" in text or "longer than" in text
+
+
+class Aborted(SGLangError):
+    """The server ended the generation with `finish_reason.type == "abort"` (asked for through
+    `/abort_request`, or its own decision, e.g. out of memory). The partial output is never kept."""
+
+    kind = "abort"
+    retryable = True
+
+    def __init__(self, message: str, completion_tokens: int = 0) -> None:
+        super().__init__(message)
+        self.completion_tokens = completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One finished generation, exactly as the server returned it."""
+
+    output_ids: list[int]
+    finish_reason: str
+    """`stop` or `length`."""
+    matched_stop: int | str | None
+    prompt_tokens: int
+    cached_tokens: int
+    e2e_latency: float
+    """Seconds, as the server measured it (0 when absent)."""
+    meta_info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLoad:
+    """The live gauges of one server's `/metrics` that admission reads."""
+
+    num_running_reqs: float = 0.0
+    num_queue_reqs: float = 0.0
+    token_usage: float = 0.0
+    """KV pool in use, 0–1."""
+    max_total_num_tokens: float | None = None
+    gen_throughput: float = 0.0
+    at: float = 0.0
+    """`time.monotonic()` when read."""
+
+
+def sampling_params(spec: SamplingSpec, sample_id: str) -> dict[str, Any]:
+    """The `sampling_params` of one request: every field explicit, never a server default
+    (SGLang's `max_new_tokens` defaults to 128), special tokens kept, stops untrimmed."""
+    params: dict[str, Any] = {
+        "max_new_tokens": spec.max_new_tokens,
+        "temperature": spec.temperature,
+        "top_p": spec.top_p,
+        "top_k": spec.top_k,
+        "min_p": spec.min_p,
+        "skip_special_tokens": False,
+        "no_stop_trim": True,
+    }
+    if spec.stop_token_ids:
+        params["stop_token_ids"] = list(spec.stop_token_ids)
+    if spec.seed is not None:
+        # A stable per-sample offset: the same sample draws the same way on every run.
+        offset = int.from_bytes(hashlib.sha256(sample_id.encode()).digest()[:4], "big") % 1_000_003
+        params["sampling_seed"] = (spec.seed + offset) % (2**63)
+    return params
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """`sglang:` gauges of a Prometheus text page, by name without the prefix. A gauge reported
+    with several label sets (ranks, pools) keeps the largest value, which is the binding one."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line.startswith("sglang:"):
+            continue
+        name_part, _, value_part = line.rpartition(" ")
+        name = name_part.split("{", 1)[0].strip()[len("sglang:"):]
+        try:
+            value = float(value_part)
+        except ValueError:
+            continue
+        out[name] = max(out.get(name, value), value)
+    return out
+
+
+def load_from_metrics(values: dict[str, float], at: float) -> ServerLoad:
+    return ServerLoad(
+        num_running_reqs=values.get("num_running_reqs", 0.0),
+        num_queue_reqs=values.get("num_queue_reqs", 0.0),
+        token_usage=values.get("token_usage", 0.0),
+        max_total_num_tokens=values.get("max_total_num_tokens"),
+        gen_throughput=values.get("gen_throughput", 0.0),
+        at=at,
+    )
+
+
+def parse_generation(body: Any) -> Generation:
+    """A `/generate` answer as a `Generation`; `Aborted` or `BadResponse` otherwise."""
+    if not isinstance(body, dict) or not isinstance(body.get("meta_info"), dict):
+        raise BadResponse(f"/generate answered without meta_info: {str(body)[:200]}")
+    meta = body["meta_info"]
+    output_ids = body.get("output_ids")
+    if not isinstance(output_ids, list) or not all(isinstance(t, int) for t in output_ids):
+        raise BadResponse("/generate answered without a list of integer output_ids")
+    finish = meta.get("finish_reason") or {}
+    kind = finish.get("type") if isinstance(finish, dict) else str(finish)
+    if kind == "abort":
+        message = finish.get("message", "") if isinstance(finish, dict) else ""
+        raise Aborted(f"the server aborted the generation: {message}", len(output_ids))
+    if kind not in ("stop", "length"):
+        raise BadResponse(f"/generate answered with an unknown finish_reason {finish!r}")
+    return Generation(
+        output_ids=output_ids,
+        finish_reason=kind,
+        matched_stop=finish.get("matched") if isinstance(finish, dict) else None,
+        prompt_tokens=int(meta.get("prompt_tokens") or 0),
+        cached_tokens=int(meta.get("cached_tokens") or 0),
+        e2e_latency=float(meta.get("e2e_latency") or 0.0),
+        meta_info=meta,
+    )
+
+
+class SGLangClient:
+    """One SGLang server. `transport` replaces the network (an `httpx.AsyncBaseTransport`)."""
+
+    def __init__(self, url: str, *, timeout: float = 3600.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self._http = httpx.AsyncClient(
+            base_url=self.url,
+            transport=transport,
+            timeout=httpx.Timeout(timeout, connect=10.0),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> SGLangClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _request(self, method: str, path: str, *, json: Any = None,
+                       timeout: float | None = None) -> httpx.Response:
+        try:
+            response = await self._http.request(
+                method, path, json=json,
+                timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
+            )
+        except httpx.TimeoutException as err:
+            raise RequestTimeout(f"{self.url}{path}: no answer within the timeout ({err!r})") from err
+        except (httpx.TransportError, OSError) as err:
+            raise ServerUnavailable(f"{self.url}{path}: {type(err).__name__}: {err}") from err
+        if response.status_code >= 500:
+            raise ServerUnavailable(
+                f"{self.url}{path}: HTTP {response.status_code}: {response.text[:300]}",
+                status=response.status_code,
+            )
+        if response.status_code >= 400:
+            text = response.text[:1000]
+            if "Duplicate request ID" in text:
+                # The previous request with this rid is still being torn down on the server.
+                raise ServerUnavailable(f"{self.url}{path}: {text}", status=None)
+            raise BadResponse(f"{self.url}{path}: HTTP {response.status_code}: {text[:300]}",
+                              status=response.status_code, body=text)
+        return response
+
+    async def generate(self, input_ids: list[int], sampling: dict[str, Any], rid: str) -> Generation:
+        """`POST /generate` with token ids in and token ids out."""
+        if "max_new_tokens" not in sampling:
+            raise ValueError("sampling_params must carry max_new_tokens (SGLang's default is 128)")
+        payload = {"input_ids": input_ids, "sampling_params": sampling, "rid": rid, "stream": False}
+        response = await self._request("POST", "/generate", json=payload)
+        try:
+            body = response.json()
+        except ValueError as err:
+            raise BadResponse(f"{self.url}/generate: answer is not JSON: {response.text[:200]}") from err
+        return parse_generation(body)
+
+    async def abort(self, rid: str) -> None:
+        """Ask the server to stop one request; it then answers it with `finish_reason` abort."""
+        await self._request("POST", "/abort_request", json={"rid": rid}, timeout=30.0)
+
+    async def _json(self, path: str) -> dict[str, Any]:
+        response = await self._request("GET", path, timeout=30.0)
+        try:
+            body = response.json()
+        except ValueError as err:
+            raise BadResponse(f"{self.url}{path}: answer is not JSON") from err
+        if not isinstance(body, dict):
+            raise BadResponse(f"{self.url}{path}: answer is not a JSON object")
+        return body
+
+    async def server_info(self) -> dict[str, Any]:
+        """Every server argument (`max_total_num_tokens`, `max_req_input_len`, ...)."""
+        return await self._json("/get_server_info")
+
+    async def model_info(self) -> dict[str, Any]:
+        """`model_path`, `tokenizer_path`, `is_generation`, ..."""
+        return await self._json("/get_model_info")
+
+    async def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """The server's own tokenization of plain texts (no special tokens added)."""
+        response = await self._request("POST", "/tokenize", timeout=30.0,
+                                       json={"prompt": texts, "add_special_tokens": False})
+        tokens = response.json().get("tokens")
+        if not isinstance(tokens, list) or len(tokens) != len(texts):
+            raise BadResponse(f"{self.url}/tokenize: unexpected answer {response.text[:200]}")
+        return tokens
+
+    async def metrics(self) -> ServerLoad:
+        """The live load from `/metrics` (the server must run with `--enable-metrics`)."""
+        response = await self._request("GET", "/metrics", timeout=10.0)
+        return load_from_metrics(parse_metrics(response.text), time.monotonic())
+
+    async def healthy(self) -> bool:
+        """`/health_generate` answers 200 (the server generated a token)."""
+        try:
+            response = await self._http.get("/health_generate", timeout=60.0)
+        except (httpx.TransportError, OSError):
+            return False
+        return response.status_code == 200
+
+    async def wait_healthy(self, timeout: float, interval: float = 1.0) -> None:
+        """Wait until `/health_generate` answers 200; `ServerUnavailable` after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if await self.healthy():
+                return
+            if time.monotonic() >= deadline:
+                raise ServerUnavailable(
+                    f"{self.url} did not become healthy (GET /health_generate) within {timeout:.0f} s; "
+                    "check that the server is running and the URL is right"
+                )
+            await asyncio.sleep(interval)

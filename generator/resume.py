@@ -1,0 +1,138 @@
+"""Resume: the records on disk are the truth. Scan a dataset's shards, drop a torn last line,
+and rebuild the ledger, the ids already done, and the lengths admission learns from. Manifests
+are never read back: they are summaries, rewritten from the records."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from draftgen.spec import Budget
+
+from .budget import Ledger
+from .writer import REJECTS_FILE
+
+log = logging.getLogger(__name__)
+
+_SHARD_RE = re.compile(r"^shard-(\d{5,})\.jsonl$")
+
+
+@dataclass
+class DatasetState:
+    """What one dataset's directory holds."""
+
+    ledger: Ledger
+    done_ids: set[str] = field(default_factory=set)
+    lengths: list[int] = field(default_factory=list)
+    """Completion lengths of the records, in file order."""
+    next_shard: int = 0
+    """Shard to append to."""
+    records_in_shard: int = 0
+    """Records already in that shard."""
+    rejected: set[tuple] = field(default_factory=set)
+    """(id, source_index, reason) of rejects already recorded, so a resumed run does not repeat
+    them. `request_failed` rejects are retried on resume and are not in here."""
+    torn_bytes: int = 0
+    """Bytes of torn last lines dropped."""
+    corrupt_lines: int = 0
+    """Unreadable lines in the middle of a shard (skipped, never counted)."""
+    duplicates: int = 0
+
+
+def shard_paths(directory: Path) -> list[tuple[int, Path]]:
+    if not directory.is_dir():
+        return []
+    out = []
+    for path in directory.iterdir():
+        m = _SHARD_RE.match(path.name)
+        if m:
+            out.append((int(m.group(1)), path))
+    return sorted(out)
+
+
+def read_lines_dropping_torn(path: Path) -> Iterator[tuple[int, dict | None]]:
+    """(line number, parsed object, or None when unreadable) for each line. The last line, when
+    it lacks its newline or does not parse, is a write cut short by a crash: the file is
+    truncated to where it began and it is not yielded. Unreadable lines elsewhere are yielded
+    as None (kept in place, never counted)."""
+    held: tuple[int, int, bool, dict | None] | None = None  # number, start, complete, obj
+    offset = 0
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f):
+            if held is not None:
+                yield held[0], held[3]
+            obj = None
+            complete = raw.endswith(b"\n")
+            if complete:
+                try:
+                    parsed = json.loads(raw)
+                    obj = parsed if isinstance(parsed, dict) else None
+                except ValueError:
+                    pass
+            held = (number, offset, complete, obj)
+            offset += len(raw)
+    if held is None:
+        return
+    number, start, complete, obj = held
+    if complete and obj is not None:
+        yield number, obj
+        return
+    log.warning("%s: dropping a torn last line (%d bytes) left by an interrupted write",
+                path, offset - start)
+    with open(path, "r+b") as f:
+        f.truncate(start)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def scan_dataset(directory: Path, name: str, budget: Budget, *,
+                 shard_max_records: int) -> DatasetState:
+    """Rebuild one dataset's state from `directory` (which may not exist yet)."""
+    state = DatasetState(ledger=Ledger(dataset=name, budget=budget))
+    shards = shard_paths(directory)
+    for index, path in shards:
+        size_before = path.stat().st_size
+        count = 0
+        for _, rec in read_lines_dropping_torn(path):
+            if rec is None:
+                state.corrupt_lines += 1
+                log.warning("%s: skipping an unreadable line in the middle of the shard", path)
+                continue
+            count += 1
+            rid = rec.get("id")
+            if rid in state.done_ids:
+                state.duplicates += 1
+                log.warning("%s: record %s appears twice; counting it once", path, rid)
+                continue
+            try:
+                completion = int(rec.get("completion_tokens", len(rec["output_ids"])))
+                prompt = int(rec.get("prompt_tokens", len(rec["input_ids"])))
+            except (KeyError, TypeError, ValueError):
+                state.corrupt_lines += 1
+                continue
+            state.done_ids.add(rid)
+            state.lengths.append(completion)
+            state.ledger.add(prompt, completion, rec.get("finish_reason", "stop"))
+        state.torn_bytes += size_before - path.stat().st_size
+        state.next_shard, state.records_in_shard = index, count
+    rejects = directory / REJECTS_FILE
+    if rejects.exists():
+        size_before = rejects.stat().st_size
+        for _, rej in read_lines_dropping_torn(rejects):
+            if rej is None:
+                continue
+            reason = rej.get("reason", "unknown")
+            if reason == "request_failed":
+                continue  # the server may answer this time: retried, counted again if it fails
+            key = (rej.get("id"), rej.get("source_index"), reason)
+            if key in state.rejected:
+                continue
+            state.rejected.add(key)
+            state.ledger.add_reject(reason)
+        state.torn_bytes += size_before - rejects.stat().st_size
+    return state

@@ -1,0 +1,122 @@
+"""Admission rules with plain numbers: budgets predicted from observed lengths, server capacity,
+least-loaded choice."""
+
+from __future__ import annotations
+
+import random
+
+from draftgen.generator.admission import (MIN_OBSERVATIONS, LengthModel, ServerView,
+                                          budget_admits, pick_server, samples_admit,
+                                          server_admits)
+
+
+def _model(lengths, max_new=1000):
+    return LengthModel(max_new, list(lengths))
+
+
+def test_prior_reserves_max_new_tokens_until_the_dataset_has_data():
+    m = _model([], max_new=500)
+    assert m.predict() == 500
+    # 10,000-token budget, worst case 500 each: exactly 20 fit, the 21st does not.
+    assert budget_admits(budget=10_000, done=0, in_flight=[0] * 19, in_flight_known=0, new_known=0, model=m)
+    assert not budget_admits(budget=10_000, done=0, in_flight=[0] * 20, in_flight_known=0, new_known=0, model=m)
+
+
+def test_observed_lengths_replace_the_prior():
+    m = _model([100] * MIN_OBSERVATIONS, max_new=5000)
+    assert m.informed and m.mean() == 100 and m.predict() == 100
+    assert budget_admits(budget=10_000, done=0, in_flight=[0] * 90, in_flight_known=0, new_known=0, model=m)
+    assert not budget_admits(budget=10_000, done=0, in_flight=[0] * 100, in_flight_known=0, new_known=0, model=m)
+
+
+def test_spread_makes_admission_more_careful():
+    steady = _model([200] * 100)
+    spread = _model([50, 350] * 50)  # same mean, large spread
+    n = 45  # 46 × 200 = 9,200 of a 10,000 budget
+    assert budget_admits(budget=10_000, done=0, in_flight=[0] * n, in_flight_known=0, new_known=0, model=steady)
+    assert not budget_admits(budget=10_000, done=0, in_flight=[0] * n, in_flight_known=0, new_known=0, model=spread)
+
+
+def test_last_sample_is_admitted_only_when_more_likely_to_fit_than_not():
+    m = _model(range(100, 200))  # lengths 100..199, median ~150
+    assert budget_admits(budget=1000, done=840, in_flight=[], in_flight_known=0, new_known=0, model=m)
+    assert not budget_admits(budget=1000, done=870, in_flight=[], in_flight_known=0, new_known=0, model=m)
+    # A met budget admits nothing.
+    assert not budget_admits(budget=1000, done=1000, in_flight=[], in_flight_known=0, new_known=0, model=m)
+
+
+def test_without_data_a_small_budget_still_gets_a_first_request():
+    m = _model([], max_new=4096)
+    assert budget_admits(budget=100, done=0, in_flight=[], in_flight_known=0, new_known=0, model=m)
+    assert not budget_admits(budget=100, done=0, in_flight=[0], in_flight_known=0, new_known=0, model=m)
+
+
+def test_total_budget_counts_known_prompt_tokens():
+    m = _model([100] * 20)
+    assert budget_admits(budget=1000, done=0, in_flight=[0], in_flight_known=300, new_known=300, model=m)
+    assert not budget_admits(budget=1000, done=0, in_flight=[0], in_flight_known=300, new_known=501, model=m)
+
+
+def test_no_budget_admits_everything_and_samples_are_exact():
+    assert budget_admits(budget=None, done=10**9, in_flight=[0] * 1000, in_flight_known=0, new_known=0,
+                         model=_model([]))
+    assert samples_admit(max_samples=10, done=7, in_flight=2)
+    assert not samples_admit(max_samples=10, done=7, in_flight=3)
+    assert samples_admit(max_samples=None, done=7, in_flight=3)
+
+
+def test_simulated_budget_overshoot_stays_small_at_high_concurrency():
+    """A dataset of random lengths driven by the rule at up to 64 requests in flight, `finish`
+    mode: the overshoot is what is in flight when the budget is met."""
+    rng = random.Random(1)
+    budget, max_new = 500_000, 4096
+    model = LengthModel(max_new)
+    done, flights, t = 0, [], 0.0
+    while True:
+        while len(flights) < 64 and done < budget and budget_admits(
+                budget=budget, done=done, in_flight=[(t - start) * 20 for _, start, _ in flights],
+                in_flight_known=0, new_known=0, model=model):
+            length = min(max_new, int(rng.lognormvariate(6.5, 0.6)))
+            flights.append((t + length / 20.0, t, length))  # 20 tok/s each
+        if not flights:
+            break
+        flights.sort()
+        t, _, length = flights.pop(0)
+        done += length
+        model.observe(length)
+    assert budget * 0.99 <= done <= budget * 1.01, done
+
+
+def test_fixed_mode_keeps_exactly_max_requests():
+    v = ServerView(kv_tokens=1000, max_running=None, in_flight=7, in_flight_tokens=10**9)
+    assert server_admits(v, 100, mode="fixed", max_requests=8, tokens_factor=1.5)
+    v8 = ServerView(kv_tokens=1000, max_running=None, in_flight=8, in_flight_tokens=0)
+    assert not server_admits(v8, 100, mode="fixed", max_requests=8, tokens_factor=1.5)
+
+
+def test_auto_mode_follows_the_kv_pool_and_never_leaves_a_server_idle():
+    kw = dict(mode="auto", max_requests=None, tokens_factor=1.5)
+    assert server_admits(ServerView(4096, None, 10, 5000), 1000, **kw)      # 6000 ≤ 6144
+    assert not server_admits(ServerView(4096, None, 10, 5500), 1000, **kw)  # 6500 > 6144
+    assert server_admits(ServerView(4096, None, 0, 0), 100_000, **kw)       # idle: always one
+
+
+def test_auto_mode_keeps_a_short_queue():
+    kw = dict(mode="auto", max_requests=None, tokens_factor=1.5)
+    busy = ServerView(100_000, None, 50, 1000, queue=6, running=40, token_usage=0.95)
+    assert not server_admits(busy, 100, **kw)
+    short = ServerView(100_000, None, 50, 1000, queue=1, running=40, token_usage=0.95)
+    assert server_admits(short, 100, **kw)
+    # A queue with an almost empty KV pool drains quickly: keep feeding.
+    prefill = ServerView(100_000, None, 50, 1000, queue=6, running=5, token_usage=0.2)
+    assert server_admits(prefill, 100, **kw)
+    assert not server_admits(ServerView(100_000, None, 1, 0, healthy=False), 1, **kw)
+
+
+def test_least_loaded_server_is_chosen():
+    kw = dict(mode="auto", max_requests=None, tokens_factor=1.5)
+    views = [ServerView(1000, None, 3, 900), ServerView(4000, None, 3, 900),
+             ServerView(1000, None, 1, 100, healthy=False)]
+    assert pick_server(views, 100, **kw) == 1
+    full = [ServerView(1000, None, 3, 1500), ServerView(1000, None, 3, 1450)]
+    assert pick_server(full, 100, **kw) is None
