@@ -6,6 +6,7 @@ from .job import (API_VERSION, GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSI
                   GenerationJob, GenerationJobSpec, ObjectMeta)
 from .load import SpecError, format_errors, load_job, parse_job, parse_spec
 from .model import ModelSpec, SecretKeyRef, VolumeSource
+from .planning import ExpectedLengths, MeasuredStart, PlanningSpec
 from .runtime import Concurrency, GeneratorSpec, InputsSpec, OutputSpec
 from .sampling import DEFAULT_MAX_NEW_TOKENS, SamplingOverrides, SamplingSpec
 from .server import HierarchicalCache, ServerSpec
@@ -15,9 +16,9 @@ from .status import (PHASES, Condition, DatasetProgress, GenerationJobStatus, Pl
 __all__ = [
     "API_VERSION", "GROUP", "KIND", "PLURAL", "SHORT_NAMES", "SINGULAR", "VERSION", "PHASES",
     "Budget", "Concurrency", "Condition", "DEFAULT_MAX_NEW_TOKENS", "DatasetFormat",
-    "DatasetProgress", "DatasetSpec", "GenerationJob", "GenerationJobSpec", "GenerationJobStatus",
-    "GeneratorSpec", "HierarchicalCache", "InputsSpec", "ModelSpec", "ObjectMeta", "OutputSpec",
-    "PlanStatus", "SamplingOverrides", "SamplingSpec", "SecretKeyRef", "Selection", "ServerSpec",
+    "DatasetProgress", "DatasetSpec", "ExpectedLengths", "GenerationJob", "GenerationJobSpec",
+    "GenerationJobStatus", "GeneratorSpec", "HierarchicalCache", "InputsSpec", "MeasuredStart",
+    "ModelSpec", "ObjectMeta", "OutputSpec", "PlanningSpec", "PlanStatus", "SamplingOverrides", "SamplingSpec", "SecretKeyRef", "Selection", "ServerSpec",
     "ServerStatus", "SpecError", "SpecModel", "VolumeSource", "format_errors", "load_job",
     "parse_job", "parse_spec",
 ]

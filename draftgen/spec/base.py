@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-# Units and acronyms keep their capitals on the wire: sizeGBPerRank, allowLossyKVCache.
-_UPPER_WORDS = {"gb": "GB", "kv": "KV"}
+# Units and acronyms keep their capitals on the wire: sizeGBPerRank, gpuMemoryGiB,
+# allowLossyKVCache.
+_UPPER_WORDS = {"gb": "GB", "gib": "GiB", "kv": "KV"}
 
 
 def to_camel(name: str) -> str:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import SpecModel
+from .planning import ExpectedLengths
 from .sampling import SamplingOverrides
 
 DatasetFormat = Literal["messages", "sharegpt", "glaive", "prompt", "pretokenized"]
@@ -70,6 +71,9 @@ class DatasetSpec(SpecModel):
 
     sampling: SamplingOverrides | None = None
     """Changes to `spec.sampling` for this dataset."""
+
+    expected: ExpectedLengths | None = None
+    """Mean prompt and completion lengths, for the capacity planner (concurrency and ETA)."""
 
     @field_validator("source")
     @classmethod

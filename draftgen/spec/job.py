@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from .base import SpecModel
 from .datasets import DatasetSpec
 from .model import ModelSpec
+from .planning import PlanningSpec
 from .runtime import GeneratorSpec, InputsSpec, OutputSpec
 from .sampling import SamplingSpec
 from .server import ServerSpec
@@ -50,6 +51,10 @@ class GenerationJobSpec(SpecModel):
 
     output: OutputSpec = Field(default_factory=OutputSpec)
     """Where records are written."""
+
+    planning: PlanningSpec = Field(default_factory=PlanningSpec)
+    """Inputs of the capacity planner (`draftgen plan`): GPU memory, one measured start, mean
+    lengths, decode speed. Changes nothing at run time."""
 
     suspend: bool = False
     """Stop the generator and scale the server to zero, keeping all output; false resumes."""

@@ -59,7 +59,8 @@ class ModelSpec(SpecModel):
     """Secret holding a Hugging Face token, for `hf://` weights that need one."""
 
     config_path: str | None = None
-    """The model's `config.json` for the capacity planner; defaults to `config.json` in the weights."""
+    """The model's `config.json` for the capacity planner (`draftgen plan`, relative to the job
+    file); defaults to `config.json` in the weights."""
 
     @field_validator("weights", "tokenizer")
     @classmethod

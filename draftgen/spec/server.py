@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from draftgen.plan.hostmem import check_host_memory, host_budget_gb
+
 from .base import SpecModel
 
 KVCacheDtype = Literal["auto", "bf16", "fp8_e4m3", "fp8_e5m2"]
@@ -114,7 +116,8 @@ class ServerSpec(SpecModel):
         """Host memory the hierarchical cache may use on one node, all ranks together."""
         if self.host_memory_gb is None:
             return None
-        return self.host_memory_gb - self.model_load_host_memory_gb - self.host_memory_margin_gb
+        return host_budget_gb(self.host_memory_gb, self.model_load_host_memory_gb,
+                              self.host_memory_margin_gb)
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> ServerSpec:
@@ -143,17 +146,11 @@ class ServerSpec(SpecModel):
                     f"{hc.size_gb_per_rank} GB per rank × {self.tensor_parallel_size} ranks "
                     "against the node; set server.hostMemoryGB to the node's memory"
                 )
-            budget = self.hicache_budget_gb
-            assert budget is not None
-            if self.hicache_total_gb > budget:
-                safe = max(budget // self.tensor_parallel_size, 0)
-                raise ValueError(
-                    f"hierarchicalCache.sizeGBPerRank: {hc.size_gb_per_rank} GB per rank × "
-                    f"{self.tensor_parallel_size} ranks = {self.hicache_total_gb} GB > "
-                    f"{self.host_memory_gb} GB host − {self.model_load_host_memory_gb} GB model "
-                    f"loading − {self.host_memory_margin_gb} GB margin = {budget} GB; the size is "
-                    f"per rank, not in total: set sizeGBPerRank to at most {safe}"
-                )
+            check = check_host_memory(hc.size_gb_per_rank, self.tensor_parallel_size,
+                                      self.host_memory_gb, self.model_load_host_memory_gb,
+                                      self.host_memory_margin_gb)
+            if check.problem:
+                raise ValueError(check.problem)
         elif hc.size_gb_per_rank is not None:
             raise ValueError(
                 "hierarchicalCache.sizeGBPerRank: set but hierarchicalCache.enabled is false; "

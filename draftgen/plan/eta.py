@@ -1,0 +1,104 @@
+"""How long the budgets take: completion tokens to generate per dataset, over a throughput.
+
+A dataset's work is its completion-token budget; a `maxSamples` budget is samples × the mean
+completion; a `totalTokens` budget is the completion share of it. With several limits the first
+reached counts. Datasets run interleaved, so the total is the sum over one shared throughput
+(80M tokens at 930 tok/s ≈ 24 h).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .concurrency import DatasetLengths
+
+
+def format_duration(seconds: float | None) -> str:
+    """`62400` → `17h20m`; `2700` → `45m`; `42` → `42s`; None or negative → `` (unknown)."""
+    if seconds is None or seconds < 0 or seconds != seconds or seconds == float("inf"):
+        return ""
+    total = int(round(seconds))
+    if total < 60:
+        return f"{total}s"
+    minutes = (total + 30) // 60
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+@dataclass(frozen=True)
+class DatasetWork:
+    """Completion tokens one dataset still has to generate, and why that many."""
+
+    name: str
+    completion_tokens: float | None
+    """None when the dataset has no budget the planner can turn into tokens."""
+
+    samples: float | None
+    """Expected samples (needs the mean completion length)."""
+
+    basis: str
+    done_tokens: int = 0
+
+    @property
+    def remaining_tokens(self) -> float | None:
+        if self.completion_tokens is None:
+            return None
+        return max(self.completion_tokens - self.done_tokens, 0.0)
+
+
+def dataset_work(name: str, completion_budget: int | None, total_budget: int | None,
+                 max_samples: int | None, lengths: DatasetLengths, done_tokens: int = 0
+                 ) -> DatasetWork:
+    """The completion tokens a dataset's budget asks for (the smallest of its limits)."""
+    prompt, completion = lengths.prompt_tokens, lengths.completion_tokens
+    options: list[tuple[float, str]] = []
+    if completion_budget is not None:
+        options.append((float(completion_budget), f"completionTokens {completion_budget:,}"))
+    if max_samples is not None and completion is not None:
+        options.append((float(max_samples * completion),
+                        f"maxSamples {max_samples:,} × {completion:,} completion tokens"))
+    if total_budget is not None and completion is not None and prompt is not None:
+        options.append((total_budget * completion / (prompt + completion),
+                        f"totalTokens {total_budget:,} × {completion:,}/"
+                        f"{prompt + completion:,} completion share"))
+    if not options:
+        needs = ("a budget" if completion_budget is None and total_budget is None
+                 and max_samples is None else "mean prompt/completion lengths for its budget")
+        return DatasetWork(name, None, None, f"unknown: needs {needs}", done_tokens)
+    tokens, basis = min(options)
+    samples = tokens / completion if completion else None
+    return DatasetWork(name, tokens, samples, basis, done_tokens)
+
+
+@dataclass(frozen=True)
+class Eta:
+    """Time for every dataset at one throughput."""
+
+    throughput_tokens_per_second: float
+    basis: str
+    """`ceiling` or `measured`."""
+
+    per_dataset_seconds: dict[str, float | None]
+    """Each dataset's share of the run (its tokens at the full rate)."""
+
+    total_tokens: float
+    total_seconds: float | None
+    """None when some dataset's work is unknown."""
+
+    @property
+    def total(self) -> str:
+        return format_duration(self.total_seconds)
+
+
+def eta(work: list[DatasetWork], throughput_tokens_per_second: float, basis: str) -> Eta:
+    """Seconds per dataset and in total, at one throughput."""
+    if throughput_tokens_per_second <= 0:
+        raise ValueError(f"throughput must be positive, got {throughput_tokens_per_second}")
+    per = {w.name: (None if w.remaining_tokens is None
+                    else w.remaining_tokens / throughput_tokens_per_second) for w in work}
+    known = sum(w.remaining_tokens or 0.0 for w in work)
+    complete = all(w.remaining_tokens is not None for w in work)
+    return Eta(throughput_tokens_per_second, basis, per, known,
+               known / throughput_tokens_per_second if complete else None)
