@@ -65,6 +65,20 @@ def generator_args(spec: GenerationJobSpec, endpoints: list[str]) -> list[str]:
     return args
 
 
+# `draftgen generate` exit codes a retry cannot fix (generator/cli.py EXIT_CODES): an invalid job
+# (2), a refused integrity check (3), a full output volume (5).
+FATAL_EXIT_CODES = [2, 3, 5]
+
+
+def pod_failure_policy() -> dict[str, Any]:
+    """Fail at once on fatal exit codes; evictions and preemptions do not use up retries."""
+    return {"rules": [
+        {"action": "FailJob", "onExitCodes": {"containerName": names.GENERATOR_CONTAINER,
+                                              "operator": "In", "values": FATAL_EXIT_CODES}},
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+    ]}
+
+
 def job(spec: GenerationJobSpec, job_name: str, namespace: str, endpoints: list[str],
         document: str, settings: OperatorSettings) -> dict[str, Any]:
     """The generator Job; each retry (up to `backoffLimit`) resumes from the output exactly."""
@@ -136,6 +150,7 @@ def job(spec: GenerationJobSpec, job_name: str, namespace: str, endpoints: list[
             "backoffLimit": g.backoff_limit,
             "completions": 1,
             "parallelism": 1,
+            "podFailurePolicy": pod_failure_policy(),
             "template": {
                 "metadata": {
                     "labels": labels,

@@ -92,6 +92,10 @@ def _resources(spec: GenerationJobSpec) -> dict[str, Any]:
     gpus = str(spec.server.gpus)
     res.setdefault("limits", {})["nvidia.com/gpu"] = gpus
     res.setdefault("requests", {})["nvidia.com/gpu"] = gpus
+    if spec.server.hicache_total_gb and "memory" not in res["requests"]:
+        # The hierarchical cache pins this much host memory up front (all ranks together):
+        # tell the scheduler, so the pod never lands on a node that cannot hold it.
+        res["requests"]["memory"] = f"{spec.server.hicache_total_gb}G"
     return res
 
 

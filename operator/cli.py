@@ -1,0 +1,73 @@
+"""`draftgen operator`: run the kopf operator with draftgen's handlers.
+
+    draftgen operator --all-namespaces --liveness http://0.0.0.0:8081/healthz
+    draftgen operator --namespace drafters --standalone
+
+Every option can also come from `DRAFTGEN_OPERATOR_*` env vars (operator/settings.py); options
+given here win. With explicit `--namespace` names kopf's namespace scanning is disabled, so the
+operator needs no cluster-wide namespace access (and the test emulator's `GET
+/api/v1/namespaces` URL-parsing bug is not hit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+
+from .settings import ENV_PREFIX
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", action="append", default=[], metavar="NS",
+                       help="watch this namespace (repeatable; globs allowed)")
+    scope.add_argument("-A", "--all-namespaces", action="store_true",
+                       help="watch every namespace (the default when no --namespace is given)")
+    parser.add_argument("--standalone", action="store_true",
+                        help="no peering: run as the only operator replica")
+    parser.add_argument("--peering", metavar="NAME", help="kopf peering name (leader election)")
+    parser.add_argument("--liveness", metavar="URL",
+                        help="serve kopf's liveness probe, e.g. http://0.0.0.0:8081/healthz")
+    parser.add_argument("--metrics-port", type=int, help="the operator's own /metrics port")
+    parser.add_argument("--verbose", action="store_true", help="debug logging")
+
+
+def run(args: argparse.Namespace) -> int:
+    # Options become settings before the handlers module reads them at import.
+    if args.standalone:
+        os.environ[ENV_PREFIX + "STANDALONE"] = "1"
+    if args.peering:
+        os.environ[ENV_PREFIX + "PEERING_NAME"] = args.peering
+    if args.metrics_port is not None:
+        os.environ[ENV_PREFIX + "METRICS_PORT"] = str(args.metrics_port)
+    if args.namespace:
+        os.environ[ENV_PREFIX + "NAMESPACES"] = ",".join(args.namespace)
+
+    import kopf
+
+    from .handlers import state  # registers every handler
+
+    settings = state.SETTINGS
+    namespaces = list(settings.namespaces)
+    exact = bool(namespaces) and not any(c in ns for ns in namespaces for c in "*?[!")
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    if exact:
+        @kopf.on.startup()
+        def _no_scanning(settings: kopf.OperatorSettings, **_: object) -> None:
+            settings.scanning.disabled = True
+
+    liveness = args.liveness
+    if liveness is None and settings.liveness_port:
+        liveness = f"http://0.0.0.0:{settings.liveness_port}/healthz"
+    asyncio.run(kopf.operator(
+        clusterwide=not namespaces,
+        namespaces=namespaces,
+        standalone=settings.standalone,
+        peering_name=settings.peering_name,
+        liveness_endpoint=liveness,
+    ))
+    return 0
