@@ -28,6 +28,9 @@ SCHEMA = pa.schema([
 """Columns; `matched_stop` and `meta` hold JSON text (the stop may be an id or a string)."""
 
 ROW_GROUP_ROWS = 1_000
+ROW_GROUP_TOKENS = 1_000_000
+"""A row group closes at whichever comes first; the token bound keeps memory flat for long
+sequences (a row group is built in memory as Python lists first)."""
 ROWS_PER_FILE = 100_000
 
 
@@ -50,21 +53,25 @@ def to_row(record: dict[str, Any]) -> dict[str, Any]:
 
 
 class _SplitWriter:
-    """Row groups of ROW_GROUP_ROWS, a new file every ROWS_PER_FILE rows."""
+    """Row groups of ROW_GROUP_ROWS rows or ROW_GROUP_TOKENS tokens, a new file every
+    ROWS_PER_FILE rows."""
 
     def __init__(self, data_dir: Path, split: str, rows_per_file: int) -> None:
         self.data_dir, self.split, self.rows_per_file = data_dir, split, rows_per_file
         self.buffer: list[dict[str, Any]] = []
+        self.buffered_tokens = 0
         self.writer: pq.ParquetWriter | None = None
         self.files: list[Path] = []
         self.rows_in_file = 0
 
     def add(self, row: dict[str, Any]) -> None:
         self.buffer.append(row)
-        if len(self.buffer) >= ROW_GROUP_ROWS:
+        self.buffered_tokens += row["prompt_tokens"] + row["completion_tokens"]
+        if len(self.buffer) >= ROW_GROUP_ROWS or self.buffered_tokens >= ROW_GROUP_TOKENS:
             self.flush()
 
     def flush(self) -> None:
+        self.buffered_tokens = 0
         while self.buffer:
             if self.writer is None or self.rows_in_file >= self.rows_per_file:
                 self._next_file()
