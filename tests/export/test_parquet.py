@@ -113,3 +113,23 @@ def test_files_roll_over_and_row_groups_stay_bounded(tmp_path):
     assert [f.name for f in files["train"]] == [
         "train-00000.parquet", "train-00001.parquet", "train-00002.parquet"]
     assert [pq.read_metadata(f).num_rows for f in files["train"]] == [10, 10, 5]
+
+
+def test_card_counts_match_draftgen_stats(output_dir, tmp_path, capsys):
+    out = tmp_path / "pq"
+    _export(output_dir, out, "--validation-fraction", "0.2")
+    capsys.readouterr()
+    assert main(["stats", str(output_dir), "--json"]) == 0
+    stats = {d["dataset"]: d for d in json.loads(capsys.readouterr().out)["datasets"]}
+    table = _card_table((out / "README.md").read_text())
+    summary = json.loads((out / "export-summary.json").read_text())["datasets"]
+    assert set(stats) == set(table) == set(summary) == {"chat", "code"}
+    for name, st in stats.items():
+        records, exported, _, truncated, rate, dropped, _ = table[name]
+        assert int(records) == st["samples"]
+        assert rate == f"{st['truncation_rate']:.1%}"
+        assert int(truncated) == round(st["truncation_rate"] * st["samples"])
+        train, validation = (int(x) for x in exported.split(" / "))
+        assert train + validation == st["samples"] - int(dropped)
+        assert summary[name]["prompt_tokens"] == st["prompt_tokens"]
+        assert summary[name]["completion_tokens"] == st["completion_tokens"]
