@@ -80,3 +80,16 @@ def test_bad_mix_is_refused_with_the_syntax(bad):
 def test_mix_naming_an_unknown_dataset_lists_the_real_ones(output_dir):
     with pytest.raises(ExportError, match="its datasets are chat, code"):
         _rows(output_dir, mix=parse_mix(["chats=1"]))
+
+
+def test_cli_refuses_bad_fraction_and_misplaced_flags(output_dir, tmp_path, capsys):
+    from draftgen.cli import main
+
+    base = ["export", str(output_dir), "--out", str(tmp_path / "o")]
+    assert main([*base, "--format", "parquet", "--validation-fraction", "1.5"]) == 1
+    assert "--validation-fraction 1.5" in capsys.readouterr().err
+    assert main([*base, "--format", "parquet", "--specforge-text"]) == 1
+    assert "--specforge-text goes with --format specforge" in capsys.readouterr().err
+    assert main([*base, "--format", "parquet", "--out", str(output_dir / "x")]) == 1
+    assert "inside the records directory" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
