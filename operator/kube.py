@@ -17,6 +17,7 @@ import httpx
 
 log = logging.getLogger(__name__)
 
+USER_AGENT = "draftgen-operator"
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
@@ -91,7 +92,7 @@ class Kube:
     # -- HTTP with retries -------------------------------------------------------------------
     def _request(self, method: str, url: str, *, json: Any = None, params: dict | None = None,
                  content_type: str | None = None) -> Any:
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if content_type:
             headers["Content-Type"] = content_type
         if self._token_fn is not None and (token := self._token_fn()):

@@ -109,9 +109,9 @@ def _now() -> str:
 class EmulatorThread:
     """Runs the emulator on 127.0.0.1 in its own thread and event loop; a sync test client."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, kubeconfig: Path | None = None) -> None:
         self.workdir = workdir
-        self.kubeconfig = workdir / "kubeconfig"
+        self.kubeconfig = kubeconfig or workdir / "kubeconfig"
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -160,8 +160,9 @@ class EmulatorThread:
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(10)
 
-    def requests(self) -> list[tuple[str, str, str | None, str | None]]:
-        """(method, resource plural, namespace, name-or-created-name) of every request so far."""
+    def requests(self) -> list[dict[str, Any]]:
+        """Every Kubernetes request so far: method, action, group, plural, subresource,
+        namespace, name (or the created object's name), user agent."""
         def collect():
             out = []
             for r in list(self.emulator._requests):  # type: ignore[union-attr]
@@ -170,12 +171,19 @@ class EmulatorThread:
                 name = r.name
                 if name is None and isinstance(r.data, dict):
                     name = (r.data.get("metadata") or {}).get("name")
-                out.append((str(r.method.value), r.resource.plural, r.namespace, name))
+                out.append({
+                    "method": str(r.method.value), "action": str(r.action.value).lower()
+                    if r.action is not None else None,
+                    "group": r.resource.group or "", "plural": r.resource.plural,
+                    "subresource": r.subresource, "namespace": r.namespace, "name": name,
+                    "agent": r.headers.get("User-Agent", "")})
             return out
         return self.call(collect)
 
     def creates(self, plural: str) -> list[str]:
-        return [name for m, p, _, name in self.requests() if m == "POST" and p == plural]
+        """Names of the objects of `plural` created so far (one entry per POST)."""
+        return [r["name"] for r in self.requests()
+                if r["method"] == "POST" and r["plural"] == plural]
 
     # -- the API over HTTP, as a user or a controller would use it ---------------------------
     def get(self, api: str, plural: str, ns: str, name: str) -> dict | None:

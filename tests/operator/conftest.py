@@ -1,0 +1,183 @@
+"""Fixtures: a fresh Kubernetes emulator per test, kopf running the real handlers against it, and
+helpers that play the parts of the missing controllers (ReplicaSet, Job, kubelet)."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+# Settings are read when the handlers module is first imported: set them before anything does.
+# One kubeconfig path for the whole session (its content changes per test): the `kubernetes`
+# package remembers $KUBECONFIG from its first import.
+_KUBECONFIG = Path(tempfile.mkdtemp(prefix="draftgen-op-")) / "kubeconfig"
+os.environ["KUBECONFIG"] = str(_KUBECONFIG)
+os.environ.update({
+    "DRAFTGEN_OPERATOR_POLL_INTERVAL_SECONDS": "0.3",
+    "DRAFTGEN_OPERATOR_METRICS_PORT": "0",
+    "DRAFTGEN_OPERATOR_LIVENESS_PORT": "0",
+    "DRAFTGEN_OPERATOR_HTTP_TIMEOUT_SECONDS": "1",
+    "DRAFTGEN_OPERATOR_CRASH_LOOP_RESTARTS": "3",
+    "DRAFTGEN_OPERATOR_GENERATOR_IMAGE": "registry.example/draftgen:test",
+})
+
+sys.path.insert(0, str(Path(__file__).parent))
+from emulator import EmulatorThread  # noqa: E402
+
+GJ = "/apis/draftgen.io/v1alpha1"
+APPS = "/apis/apps/v1"
+BATCH = "/apis/batch/v1"
+CORE = "/api/v1"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def wait_for(fn: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
+    """Poll until `fn()` is truthy; the timeout only bounds a failure, it asserts no speed."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+        except Exception as err:  # a half-written object: try again
+            last = err
+        if last and not isinstance(last, Exception):
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """The emulator plus what controllers and kubelets would do, done by hand."""
+
+    def __init__(self, emu: EmulatorThread, namespace: str) -> None:
+        self.emu = emu
+        self.ns = namespace
+
+    # GenerationJobs
+    def apply(self, job: dict) -> dict:
+        return self.emu.create(GJ, "generationjobs", self.ns, job)
+
+    def job(self, name: str) -> dict | None:
+        return self.emu.get(GJ, "generationjobs", self.ns, name)
+
+    def status(self, name: str) -> dict:
+        return (self.job(name) or {}).get("status") or {}
+
+    def edit_spec(self, name: str, patch: dict) -> dict:
+        return self.emu.patch(GJ, "generationjobs", self.ns, name, {"spec": patch})
+
+    def wait_phase(self, name: str, phase: str, timeout: float = 30.0) -> dict:
+        return wait_for(lambda: (s := self.status(name)).get("phase") == phase and s,
+                        f"phase {phase}", timeout)
+
+    def condition(self, name: str, type_: str) -> dict | None:
+        for cond in self.status(name).get("conditions") or []:
+            if cond["type"] == type_:
+                return cond
+        return None
+
+    # children
+    def deployment(self, name: str) -> dict | None:
+        return self.emu.get(APPS, "deployments", self.ns, name)
+
+    def service(self, name: str) -> dict | None:
+        return self.emu.get(CORE, "services", self.ns, name)
+
+    def configmap(self, name: str) -> dict | None:
+        return self.emu.get(CORE, "configmaps", self.ns, name)
+
+    def batch_job(self, name: str) -> dict | None:
+        return self.emu.get(BATCH, "jobs", self.ns, name)
+
+    # the parts of the controllers and kubelet the emulator lacks
+    def server_ready(self, job: str, replica: int = 0, ready: bool = True,
+                     pod_ip: str = "127.0.0.1") -> None:
+        """A running server pod and its Deployment's readyReplicas, as a cluster would report."""
+        name = f"{job}-server-{replica}"
+        self.put_pod(f"{name}-abc12", {"draftgen.io/job": job, "draftgen.io/component": "server",
+                                       "draftgen.io/replica": str(replica)},
+                     {"phase": "Running", "podIP": pod_ip, "containerStatuses": [
+                         {"name": "sglang", "ready": ready, "restartCount": 0,
+                          "state": {"running": {}}}]})
+        self.emu.patch(APPS, "deployments", self.ns, name,
+                       {"status": {"replicas": 1, "readyReplicas": 1 if ready else 0}},
+                       subresource="status")
+
+    def put_pod(self, name: str, labels: dict, status: dict) -> None:
+        if self.emu.get(CORE, "pods", self.ns, name) is None:
+            self.emu.create(CORE, "pods", self.ns, {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": self.ns, "labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "x"}]}})
+        self.emu.patch(CORE, "pods", self.ns, name, {"status": status}, subresource="status")
+
+    def generator_running(self, job: str, pod_ip: str = "127.0.0.1") -> None:
+        self.put_pod(f"{job}-generator-xyz34",
+                     {"draftgen.io/job": job, "draftgen.io/component": "generator"},
+                     {"phase": "Running", "podIP": pod_ip, "containerStatuses": [
+                         {"name": "generator", "ready": True, "restartCount": 0,
+                          "state": {"running": {}}}]})
+
+    def finish_generator(self, job: str, succeeded: bool = True, message: str = "") -> None:
+        cond = ({"type": "Complete", "status": "True"} if succeeded else
+                {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+                 "message": message or "Job has reached the specified backoff limit"})
+        self.emu.patch(BATCH, "jobs", self.ns, f"{job}-generator", {"status": {
+            "succeeded": 1 if succeeded else 0, "failed": 0 if succeeded else 7,
+            "conditions": [cond]}}, subresource="status")
+
+
+def example_job(namespace: str, name: str = "kimi", **spec_changes: Any) -> dict:
+    """examples/kimi-k2.5.yaml in the test's namespace with a short name."""
+    raw = yaml.safe_load((REPO / "examples" / "kimi-k2.5.yaml").read_text())
+    raw = copy.deepcopy(raw)
+    raw["metadata"] = {"name": name, "namespace": namespace}
+    raw["spec"].update(spec_changes)
+    return raw
+
+
+@pytest.fixture
+def emulator():
+    emu = EmulatorThread(_KUBECONFIG.parent, kubeconfig=_KUBECONFIG).start()
+    try:
+        yield emu
+    finally:
+        emu.stop()
+
+
+@pytest.fixture
+def cluster(emulator: EmulatorThread) -> Cluster:
+    return Cluster(emulator, "drafters")
+
+
+@contextlib.contextmanager
+def running_operator():
+    """kopf running `draftgen.controller.handlers` in a thread, as `kopf run` would."""
+    from kopf.testing import KopfRunner
+
+    with KopfRunner(["run", "--all-namespaces", "--standalone",
+                     "-m", "draftgen.controller.handlers"]) as runner:
+        yield runner
+    assert runner.exception is None, runner.output[-4000:]
+    assert runner.exit_code == 0, runner.output[-4000:]
+
+
+@pytest.fixture
+def operator(cluster: Cluster):
+    with running_operator() as runner:
+        yield runner
