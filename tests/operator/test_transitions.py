@@ -1,0 +1,155 @@
+"""Suspend and resume, a budget edited while running, an operator restart mid-job, rejected
+specs, and failures a person must act on — kopf against the Kubernetes emulator."""
+
+from __future__ import annotations
+
+import yaml
+from conftest import APPS, Cluster, example_job, running_operator, wait_for
+
+
+def _start_generating(cluster: Cluster, name: str = "kimi") -> None:
+    wait_for(lambda: cluster.deployment(f"{name}-server-0"), "the server Deployment")
+    cluster.server_ready(name)
+    wait_for(lambda: cluster.batch_job(f"{name}-generator"), "the generator Job")
+    cluster.wait_phase(name, "Generating")
+
+
+def _server_requests(cluster: Cluster) -> list[dict]:
+    return [r for r in cluster.emu.requests() if r["plural"] == "deployments"
+            and r["agent"].startswith("draftgen-operator") and r["method"] != "GET"]
+
+
+def test_suspend_stops_generator_and_scales_server_to_zero_then_resumes(
+        cluster: Cluster, operator) -> None:
+    cluster.apply(example_job(cluster.ns))
+    _start_generating(cluster)
+
+    cluster.edit_spec("kimi", {"suspend": True})
+    status = cluster.wait_phase("kimi", "Suspended")
+    assert cluster.condition("kimi", "Suspended")["status"] == "True"
+    assert "output kept" in status["message"]
+    wait_for(lambda: cluster.batch_job("kimi-generator") is None, "the generator Job deleted")
+    assert cluster.deployment("kimi-server-0")["spec"]["replicas"] == 0
+    assert cluster.configmap("kimi-generator") is not None   # the job document stays
+    # What the ReplicaSet controller would report once the pod is gone.
+    cluster.emu.patch(APPS, "deployments", cluster.ns, "kimi-server-0",
+                      {"status": {"replicas": 0, "readyReplicas": 0}}, subresource="status")
+
+    cluster.edit_spec("kimi", {"suspend": False})
+    cluster.wait_phase("kimi", "StartingServer")
+    assert cluster.deployment("kimi-server-0")["spec"]["replicas"] == 1
+    assert cluster.condition("kimi", "Suspended") is None
+    cluster.server_ready("kimi")
+    wait_for(lambda: cluster.batch_job("kimi-generator"), "the generator Job again")
+    cluster.wait_phase("kimi", "Generating")
+    # The same Deployment was scaled, never re-created; the generator Job was started twice.
+    assert cluster.emu.creates("deployments") == ["kimi-server-0"]
+    assert cluster.emu.creates("jobs") == ["kimi-generator", "kimi-generator"]
+
+
+def test_budget_edit_restarts_only_the_generator(cluster: Cluster, operator) -> None:
+    cluster.apply(example_job(cluster.ns))
+    _start_generating(cluster)
+    server_writes = len(_server_requests(cluster))
+    old_hash = cluster.batch_job("kimi-generator")["metadata"]["annotations"][
+        "draftgen.io/config-hash"]
+
+    datasets = cluster.job("kimi")["spec"]["datasets"]
+    datasets[0]["budget"] = {"completionTokens": 20_000_000}
+    cluster.edit_spec("kimi", {"datasets": datasets})
+
+    def restarted():
+        job = cluster.batch_job("kimi-generator")
+        return job and job["metadata"]["annotations"]["draftgen.io/config-hash"] != old_hash
+    wait_for(restarted, "the generator Job restarted with the new document")
+    doc = yaml.safe_load(cluster.configmap("kimi-generator")["data"]["job.yaml"])
+    assert doc["spec"]["datasets"][0]["budget"] == {"completionTokens": 20_000_000}
+    assert cluster.emu.creates("jobs") == ["kimi-generator", "kimi-generator"]
+    # The server was not touched: no new Deployment, no patch, no delete.
+    assert cluster.emu.creates("deployments") == ["kimi-server-0"]
+    assert len(_server_requests(cluster)) == server_writes
+    status = cluster.wait_phase("kimi", "Generating")
+    assert status["observedGeneration"] == 2
+
+
+def test_operator_restart_mid_job_creates_nothing_twice(cluster: Cluster) -> None:
+    with running_operator():
+        cluster.apply(example_job(cluster.ns))
+        _start_generating(cluster)
+    before = cluster.status("kimi")
+    # While no operator runs, the generator finishes.
+    cluster.finish_generator("kimi")
+
+    with running_operator():
+        status = cluster.wait_phase("kimi", "Succeeded")
+        wait_for(lambda: cluster.deployment("kimi-server-0") is None, "the server torn down")
+    assert status["startTime"] == before["startTime"]
+    for plural, names in {"deployments": ["kimi-server-0"], "services": ["kimi-server"],
+                          "configmaps": ["kimi-generator"], "jobs": ["kimi-generator"]}.items():
+        assert cluster.emu.creates(plural) == names, plural
+
+
+def test_invalid_spec_is_reported_with_field_and_fix_then_accepted(
+        cluster: Cluster, operator) -> None:
+    job = example_job(cluster.ns)
+    job["spec"]["server"]["hierarchicalCache"] = {"enabled": True, "sizeGBPerRank": 300}
+    del job["spec"]["output"]["claimName"]
+    cluster.apply(job)
+
+    status = cluster.wait_phase("kimi", "Failed")
+    cond = cluster.condition("kimi", "SpecValid")
+    assert cond["status"] == "False" and cond["reason"] == "InvalidSpec"
+    # Names the field and the fix: hicache is per rank (300 × 8 = 2.4 TB of a 449 GB host).
+    assert "hierarchicalCache.sizeGBPerRank" in cond["message"]
+    assert "at most 49" in cond["message"]
+    assert "spec rejected" in status["message"]
+    assert cluster.deployment("kimi-server-0") is None
+
+    cluster.edit_spec("kimi", {"server": {**job["spec"]["server"],
+                                          "hierarchicalCache": {"enabled": True,
+                                                                "sizeGBPerRank": 48}}})
+    status = cluster.wait_phase("kimi", "Failed")
+    wait_for(lambda: "output.claimName" in cluster.condition("kimi", "SpecValid")["message"]
+             and "hierarchicalCache" not in cluster.condition("kimi", "SpecValid")["message"],
+             "the remaining problem alone")
+    cluster.edit_spec("kimi", {"output": {"claimName": "drafter-data", "path": "x"}})
+    cluster.wait_phase("kimi", "StartingServer")
+    assert cluster.condition("kimi", "SpecValid")["status"] == "True"
+    assert cluster.deployment("kimi-server-0") is not None
+
+
+def test_crash_looping_server_fails_with_an_actionable_reason(cluster: Cluster, operator) -> None:
+    cluster.apply(example_job(cluster.ns))
+    wait_for(lambda: cluster.deployment("kimi-server-0"), "the server Deployment")
+    cluster.put_pod("kimi-server-0-abc12",
+                    {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
+                    {"phase": "Running", "containerStatuses": [{
+                        "name": "sglang", "ready": False, "restartCount": 3,
+                        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                        "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]})
+    status = cluster.wait_phase("kimi", "Failed")
+    cond = cluster.condition("kimi", "Failed")
+    assert cond["reason"] == "ServerOutOfHostMemory"
+    assert "sizeGBPerRank" in cond["message"]
+    assert status["completionTime"]
+    # The GPUs are given back; the Deployment stays for inspection.
+    wait_for(lambda: cluster.deployment("kimi-server-0")["spec"]["replicas"] == 0,
+             "the server scaled to zero")
+    assert cluster.batch_job("kimi-generator") is None
+
+
+def test_generator_out_of_retries_fails_with_its_last_words(cluster: Cluster, operator) -> None:
+    cluster.apply(example_job(cluster.ns))
+    _start_generating(cluster)
+    cluster.put_pod("kimi-generator-fail1",
+                    {"draftgen.io/job": "kimi", "draftgen.io/component": "generator"},
+                    {"phase": "Failed", "containerStatuses": [{
+                        "name": "generator", "restartCount": 0, "state": {"terminated": {
+                            "exitCode": 3, "finishedAt": "2026-01-01T00:00:00Z",
+                            "message": "integrity: <think> is split into 3 tokens"}}}]})
+    cluster.finish_generator("kimi", succeeded=False)
+    cluster.wait_phase("kimi", "Failed")
+    cond = cluster.condition("kimi", "Failed")
+    assert cond["reason"] == "GeneratorFailed"
+    assert "<think> is split" in cond["message"] and "exited with code 3" in cond["message"]
+    assert "output so far is kept" in cond["message"]
