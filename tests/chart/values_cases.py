@@ -50,7 +50,7 @@ def full_values() -> dict[str, Any]:
                            "annotations": {"iam.example.com/role": "draftgen"}},
         "rbac": {"create": True},
         "serverDefaults": {"image": "lmsysorg/sglang:v0.5.6-cu129", "tensorParallelSize": 4,
-                           "gpusPerReplica": 4, "memFractionStatic": 0.88},
+                           "gpusPerReplica": 8, "memFractionStatic": 0.88},
         "generator": {"image": "registry.example.com/ml/draftgen-generator:1.2.3",
                       "runAsUser": 20000},
         "monitoring": {
