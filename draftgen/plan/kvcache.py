@@ -64,7 +64,7 @@ def measured(free_before_load_gib: float, free_after_load_gib: float,
              cuda_graph_gib: float | None = None, detail: str = "",
              source: MemorySource = "measured") -> MemoryProfile:
     """Free memory as SGLang logged it at one start (per rank, minimum over ranks)."""
-    if free_after_load_gib >= free_before_load_gib:
+    if free_after_load_gib > free_before_load_gib:
         raise MemoryInputError(
             f"free memory after loading ({free_after_load_gib} GiB) is not below free memory "
             f"before loading ({free_before_load_gib} GiB); are the two swapped?"
@@ -147,11 +147,14 @@ _PATTERNS = {
     "pool_end": re.compile(r"Memory pool end\. avail mem=" + _FLOAT + " GB"),
     "graph": re.compile(r"Capture .*?(?:cuda|CUDA) graph end\..*?mem usage=" + _FLOAT + " GB"),
 }
-_KV_ALLOC = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)")
-_SCHED = re.compile(r"max_total_num_tokens=(\d+).*?available_gpu_mem=" + _FLOAT + " GB")
-_MEM_FRACTION = re.compile(r"mem_fraction_static=" + _FLOAT)
-_KV_DTYPE = re.compile(r"kv_cache_dtype='([a-z0-9_]+)'")
-_TP_SIZE = re.compile(r"\btp_size=(\d+)")
+_KV_ALLOC = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+), (?:KV size: " + _FLOAT
+                       + r" GB|K size: " + _FLOAT + r" GB, V size: " + _FLOAT + " GB)")
+_SCHED = re.compile(r"max_total_num_tokens=(\d+).*?available_(?:gpu|cpu)_mem=" + _FLOAT + " GB")
+# Server arguments: `ServerArgs(mem_fraction_static=0.88, ...)` or `{'mem_fraction_static': 0.88}`.
+_MEM_FRACTION = re.compile(r"\bmem_fraction_static'?(?:=|: )" + _FLOAT)
+_KV_DTYPE = re.compile(r"\bkv_cache_dtype'?(?:=|: )'([a-z0-9_]+)'")
+_TP_SIZE = re.compile(r"\btp_size'?(?:=|: )(\d+)")
+_MAX_TOTAL_TOKENS = re.compile(r"\bmax_total_tokens'?(?:=|: )(\d+)")
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,9 @@ class StartLog:
     free_after_load_gib: float
     ranks: int
     max_total_num_tokens: int | None = None
+    kv_pool_gib: float | None = None
+    """Size of the KV pool SGLang allocated (`KV size`, or `K size` + `V size`)."""
+
     memory_pool_end_gib: float | None = None
     ready_free_gib: float | None = None
     """`available_gpu_mem` once the scheduler started: what is left for activations."""
@@ -170,6 +176,8 @@ class StartLog:
     mem_fraction_static: float | None = None
     kv_cache_dtype: str | None = None
     tp_size: int | None = None
+    max_total_tokens: int | None = None
+    """`--max-total-tokens` of that start, which capped its pool."""
 
     def profile(self) -> MemoryProfile:
         detail = (f"from an SGLang log: {self.free_before_load_gib:.2f} GiB free before loading, "
@@ -203,27 +211,31 @@ def parse_start_log(text: str) -> StartLog:
             "the server's start (sglang.launch_server's output from the beginning), or pass "
             "--free-before-load-gib and --free-after-load-gib"
         )
-    kv = _last(_KV_ALLOC, text)
+    kv = _KV_ALLOC.findall(text)
+    kv_pool = sum(float(x) for x in kv[-1][1:] if x) if kv else None
     sched = _SCHED.findall(text)
     ready_free = float(sched[-1][1]) if sched else None
-    tokens = int(sched[-1][0]) if sched else (int(kv) if kv else None)
+    tokens = int(sched[-1][0]) if sched else (int(kv[-1][0]) if kv else None)
     pool_end = min(per_rank["pool_end"].values()) if per_rank["pool_end"] else None
     graph = max(graph_total.values()) if graph_total else None
     if pool_end is not None and ready_free is not None:
         graph = max(pool_end - ready_free, 0.0)  # everything taken after the pool, graphs included
     mem_fraction = _last(_MEM_FRACTION, text)
     tp = _last(_TP_SIZE, text)
+    cap = _last(_MAX_TOTAL_TOKENS, text)
     return StartLog(
         free_before_load_gib=min(per_rank["before"].values()),
         free_after_load_gib=min(per_rank["after"].values()),
         ranks=len(per_rank["before"]),
         max_total_num_tokens=tokens,
+        kv_pool_gib=kv_pool,
         memory_pool_end_gib=pool_end,
         ready_free_gib=ready_free,
         cuda_graph_gib=graph,
         mem_fraction_static=float(mem_fraction) if mem_fraction else None,
         kv_cache_dtype=_last(_KV_DTYPE, text),
         tp_size=int(tp) if tp else None,
+        max_total_tokens=int(cap) if cap else None,
     )
 
 

@@ -19,7 +19,6 @@ INDEX_NAME = "model.safetensors.index.json"
 
 # Bytes per KV element, as SGLang stores it (`--kv-cache-dtype`; `auto` follows the model).
 KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "float16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
-_TORCH_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
 
 class ModelConfigError(ValueError):
@@ -37,7 +36,7 @@ class ModelConfig:
     attention: Literal["mla", "mha"]
     num_layers: int
     dtype: str
-    """The model's activation dtype (`torch_dtype`/`dtype`), which `kvCacheDtype: auto` follows."""
+    """The checkpoint's dtype (`torch_dtype`/`dtype`)."""
 
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
@@ -51,7 +50,8 @@ class ModelConfig:
     def kv_element_bytes(self, kv_cache_dtype: str) -> int:
         """Bytes of one cached element for `--kv-cache-dtype`."""
         if kv_cache_dtype == "auto":
-            return _TORCH_DTYPE_BYTES.get(self.dtype, 2)
+            # The model's dtype, except that SGLang runs float32 checkpoints in float16.
+            return 2
         try:
             return KV_DTYPE_BYTES[kv_cache_dtype]
         except KeyError:
@@ -171,7 +171,7 @@ def config_location(config_path: str | None, weights: str, base_dir: Path | None
     weights, each relative to `base_dir` (the job file's directory). None for hub weights."""
     base = base_dir or Path.cwd()
     if config_path:
-        return base / config_path
+        return (base / config_path).resolve()
     if weights.startswith("hf://"):
         return None
-    return base / weights
+    return (base / weights).resolve()

@@ -6,6 +6,7 @@ The operator calls `plan_status` for the key figures it writes into status.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,6 +203,11 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
                 f"memFractionStatic {plan.mem_fraction_static}: the weights leave no KV pool "
                 f"(SGLang refuses to start); raise it above {plan.min_mem_fraction_static:.3f}")
         plan.log_check = _log_check(inputs.start_log, plan.model, tp, page_size)
+    log = inputs.start_log
+    if log is not None and log.tp_size is not None and log.tp_size != tp:
+        plan.warnings.append(
+            f"the log is of a start with tp_size {log.tp_size}, the job has tensorParallelSize "
+            f"{tp}: free memory per rank differs with the sharding; measure a start like the job's")
     plan.capacity_tokens = inputs.observed_kv_capacity_tokens or (
         plan.capacity.tokens if plan.capacity else None)
 
@@ -289,17 +295,27 @@ def _log_check(log: StartLog | None, model: ModelConfig, tp: int, page_size: int
     if log is None or log.max_total_num_tokens is None or log.mem_fraction_static is None:
         return None
     dtype = log.kv_cache_dtype or "auto"
-    tokens = kvcache.max_total_num_tokens(log.profile(), log.mem_fraction_static,
-                                          model.cell_bytes(dtype, log.tp_size or tp), page_size)
-    err = kvcache.relative_error(tokens, log.max_total_num_tokens)
+    cap = kvcache.kv_capacity(log.profile(), log.mem_fraction_static,
+                              model.cell_bytes(dtype, log.tp_size or tp), dtype,
+                              log.max_total_tokens, page_size)
+    err = kvcache.relative_error(cap.tokens, log.max_total_num_tokens)
+    capped = (f" (capped by --max-total-tokens {log.max_total_tokens:,}; uncapped "
+              f"{cap.uncapped_tokens:,})" if cap.capped_by_max_total_tokens else "")
     return (f"the logged start had max_total_num_tokens {log.max_total_num_tokens:,} at "
-            f"{log.mem_fraction_static}; the rule gives {tokens:,} ({err:.2%} off)"
-            + ("" if err < 0.005 else " — check --max-total-tokens or the KV dtype of that start"))
+            f"{log.mem_fraction_static}; the rule gives {cap.tokens:,}{capped} ({err:.2%} off)"
+            + ("" if err < 0.005 else " — on a GPU this means the rule does not fit that start: "
+               "check its KV dtype and page size; on a CPU, free host memory drifts while the "
+               "server starts"))
 
 
-def plan_status(job: GenerationJob, inputs: PlanInputs | None = None) -> PlanStatus:
+def plan_status(job: GenerationJob, inputs: PlanInputs | None = None, **fields) -> PlanStatus:
     """The plan's key figures for `status.plan`; figures that cannot be computed stay unset.
+
+    `fields` are `PlanInputs` fields, e.g. `observed_kv_capacity_tokens` (the server's
+    `max_total_num_tokens`), `measured_throughput`, `done_completion_tokens` for a live ETA.
     Never raises for missing or broken inputs: the operator must keep reconciling."""
+    if fields:
+        inputs = dataclasses.replace(inputs or PlanInputs(), **fields)
     try:
         plan = build_plan(job, inputs)
     except (MemoryInputError, ModelConfigError, ValueError):

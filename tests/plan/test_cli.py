@@ -128,9 +128,9 @@ def test_plan_status_for_the_operator(examples):
     assert before.eta_seconds == pytest.approx(
         100_000_000 / before.throughput_ceiling_tokens_per_second)
     # During the run: the server's own capacity, the measured rate and the tokens already done.
-    during = plan_status(job, PlanInputs(
-        base_dir=examples, observed_kv_capacity_tokens=159_277, measured_throughput=930.0,
-        done_completion_tokens={"b-chat": 10_000_000, "b-coding": 4_000_000}))
+    during = plan_status(job, base_dir=examples, observed_kv_capacity_tokens=159_277,
+                         measured_throughput=930.0,
+                         done_completion_tokens={"b-chat": 10_000_000, "b-coding": 4_000_000})
     assert during.kv_capacity_tokens == 159_277
     assert during.eta_seconds == pytest.approx(86_000_000 / 930)
 

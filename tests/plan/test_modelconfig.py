@@ -36,7 +36,8 @@ def test_mha_without_kv_heads_or_head_dim_uses_hidden_over_heads():
     cfg = parse_model_config({"model_type": "gpt", "hidden_size": 768, "num_hidden_layers": 12,
                               "num_attention_heads": 12, "torch_dtype": "float32"})
     assert (cfg.num_kv_heads, cfg.head_dim) == (12, 64)
-    assert cfg.cell_bytes("auto", 1) == 12 * 128 * 12 * 4  # auto follows float32
+    # SGLang runs a float32 checkpoint in float16, so `auto` is 2 bytes (seen in its log).
+    assert cfg.cell_bytes("auto", 1) == 12 * 128 * 12 * 2
     assert "MHA" in cfg.describe()
 
 
@@ -69,3 +70,16 @@ def test_missing_config_names_the_fix(tmp_path):
 def test_config_without_layers_names_the_field():
     with pytest.raises(ModelConfigError, match="num_hidden_layers"):
         parse_model_config({"hidden_size": 4096}, "x/config.json")
+
+
+@pytest.mark.parametrize("name", ["tiny-chatml", "tiny-kimi"])
+def test_the_tiny_test_models_are_gqa(repo, name):
+    """The random-weight models the real CPU server runs (built by `make models`)."""
+    path = repo / ".cache" / "models" / name
+    if not (path / "config.json").is_file():
+        pytest.skip(f"{path} not built (make models)")
+    cfg = load_model_config(path)
+    # 4 heads, 2 KV heads, hidden 64 → head_dim 16; 2 layers; float32 runs as float16.
+    assert (cfg.attention, cfg.num_kv_heads, cfg.head_dim, cfg.num_layers) == ("mha", 2, 16, 2)
+    assert cfg.cell_bytes("auto", 1) == 2 * (16 + 16) * 2 * 2
+    assert cfg.weights_bytes == (path / "model.safetensors").stat().st_size
