@@ -1,0 +1,308 @@
+"""Row formats → one normalized conversation: OpenAI-style `messages` plus optional `tools`.
+
+Every conversational format (`messages`, `sharegpt`, `glaive`, `prompt`) becomes a
+`Conversation` whose messages use the roles `system`, `user`, `assistant`, `tool`, whose assistant
+tool calls are `{"id", "type": "function", "function": {"name", "arguments": {...}}}` (arguments
+as a dict, the Hugging Face chat-template convention; a JSON-string argument is parsed), and whose
+tools are OpenAI `{"type": "function", "function": {...}}` definitions: exactly what
+`apply_chat_template(messages, tools=...)` expects, so each model declares tools in its own
+format. `pretokenized` rows become a list of token ids that is never re-templated.
+
+A row that cannot be normalized raises `RowError(reason, detail)`; the caller records a reject.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+ROLES = ("system", "user", "assistant", "tool")
+# Message keys handed to the chat template; others (dataset bookkeeping) are dropped.
+_MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
+
+# ShareGPT speaker names → roles; `function_call` is an assistant turn that calls tools.
+SHAREGPT_ROLES = {
+    "system": "system",
+    "human": "user", "user": "user",
+    "gpt": "assistant", "assistant": "assistant", "chatgpt": "assistant", "model": "assistant",
+    "bing": "assistant", "bard": "assistant",
+    "function_call": "function_call",
+    "observation": "tool", "tool": "tool", "function": "tool", "function_response": "tool",
+}
+
+
+class RowError(ValueError):
+    """A row cannot become a conversation; `reason` is the reject code."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """A normalized conversation, as given in the source (before choosing the turn)."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+
+
+# --------------------------------------------------------------------------------------- tools
+
+def _loads(value: str, reason: str, what: str) -> Any:
+    try:
+        return json.loads(value)
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise RowError(reason, f"{what} is not valid JSON: {err}") from None
+
+
+def normalize_tools(value: Any, where: str = "tools") -> list[dict[str, Any]] | None:
+    """Tool definitions in any common shape (a JSON string, one object, a list; OpenAI-wrapped
+    `{"type": "function", "function": {...}}` or flat `{"name", "description", "parameters"}`)
+    → OpenAI tool definitions, or None when there are none."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        value = _loads(value, "bad_tools", where)
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        raise RowError("bad_tools", f"{where} must be a list of tool definitions, got {type(value).__name__}")
+    tools = []
+    for n, tool in enumerate(value):
+        if isinstance(tool, str):
+            tool = _loads(tool, "bad_tools", f"{where}[{n}]")
+        if not isinstance(tool, dict):
+            raise RowError("bad_tools", f"{where}[{n}] must be an object, got {type(tool).__name__}")
+        fn = tool.get("function", tool) if tool.get("type", "function") == "function" else None
+        if not isinstance(fn, dict):
+            raise RowError("bad_tools", f"{where}[{n}] is not a function definition (type {tool.get('type')!r})")
+        name = fn.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise RowError("bad_tools", f"{where}[{n}] has no function name")
+        params = fn.get("parameters")
+        if params is not None and not isinstance(params, dict):
+            raise RowError("bad_tools", f"{where}[{n}] ({name}): parameters must be a JSON schema object")
+        desc = fn.get("description")
+        if desc is not None and not isinstance(desc, str):
+            raise RowError("bad_tools", f"{where}[{n}] ({name}): description must be a string")
+        fn = {k: v for k, v in fn.items() if v is not None and k != "type"}
+        tools.append({"type": "function", "function": fn})
+    return tools or None
+
+
+def tool_names(tools: list[dict[str, Any]] | None) -> list[str]:
+    return [t["function"]["name"] for t in tools or ()]
+
+
+def make_tool_call(name: Any, arguments: Any, call_id: str, where: str) -> dict[str, Any]:
+    """One assistant tool call in the normalized shape (arguments parsed into a dict)."""
+    if not isinstance(name, str) or not name.strip():
+        raise RowError("bad_tool_call", f"{where}: the call has no function name")
+    if arguments is None:
+        arguments = {}
+    if isinstance(arguments, str):
+        arguments = _loads(arguments, "bad_tool_call", f"{where}: arguments of {name}") if arguments.strip() else {}
+    if not isinstance(arguments, dict):
+        raise RowError("bad_tool_call", f"{where}: arguments of {name} must be a JSON object")
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def call_id(name: str, number: int) -> str:
+    """Id for a call the source did not name: Kimi-K2's own `functions.<name>:<n>` form, `n`
+    counting calls in the conversation (other templates ignore call ids)."""
+    return f"functions.{name}:{number}"
+
+
+def _normalize_tool_calls(value: Any, where: str, counter: list[int]) -> list[dict[str, Any]]:
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        raise RowError("bad_tool_call", f"{where}.tool_calls must be a list")
+    calls = []
+    for n, call in enumerate(value):
+        if not isinstance(call, dict):
+            raise RowError("bad_tool_call", f"{where}.tool_calls[{n}] must be an object")
+        fn = call.get("function", call)
+        if not isinstance(fn, dict):
+            raise RowError("bad_tool_call", f"{where}.tool_calls[{n}].function must be an object")
+        name = fn.get("name")
+        cid = call.get("id")
+        if not isinstance(cid, str) or not cid:
+            cid = call_id(str(name), counter[0])
+        calls.append(make_tool_call(name, fn.get("arguments"), cid, f"{where}.tool_calls[{n}]"))
+        counter[0] += 1
+    return calls
+
+
+# ------------------------------------------------------------------------------------ messages
+
+def _content(value: Any, where: str) -> str | None:
+    """Text content: a string, None, or a list of text parts (joined)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for part in value:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and part.get("type", "text") == "text" and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            else:
+                raise RowError("wrong_type", f"{where}.content: only text parts are supported")
+        return "".join(parts)
+    raise RowError("wrong_type", f"{where}.content must be a string, got {type(value).__name__}")
+
+
+def normalize_message(msg: Any, where: str, counter: list[int]) -> dict[str, Any]:
+    """One OpenAI-style message, checked and reduced to the keys chat templates read."""
+    if not isinstance(msg, dict):
+        raise RowError("wrong_type", f"{where} must be an object, got {type(msg).__name__}")
+    role = msg.get("role")
+    if role is None:
+        raise RowError("missing_field", f"{where} has no role")
+    if role not in ROLES:
+        raise RowError("unknown_role", f"{where}: role {role!r} is not one of {', '.join(ROLES)}")
+    out = {k: msg[k] for k in _MESSAGE_KEYS if msg.get(k) is not None}
+    if "content" not in msg and not (role == "assistant" and msg.get("tool_calls")):
+        raise RowError("missing_field", f"{where} ({role}) has no content")
+    content = _content(msg.get("content"), where)
+    if role == "assistant" and msg.get("tool_calls"):
+        out["tool_calls"] = _normalize_tool_calls(msg["tool_calls"], where, counter)
+        content = content or ""  # a None content renders as the text "None" in many templates
+    elif content is None:
+        raise RowError("wrong_type", f"{where} ({role}): content is null")
+    else:
+        out.pop("tool_calls", None)
+    out["content"] = content
+    for key in ("tool_call_id", "name", "reasoning_content"):
+        if key in out and not isinstance(out[key], str):
+            raise RowError("wrong_type", f"{where}.{key} must be a string")
+    return out
+
+
+def _require_list(data: dict[str, Any], field: str) -> list[Any]:
+    if field not in data or data[field] is None:
+        raise RowError("missing_field", f"the row has no {field!r} field")
+    value = data[field]
+    if isinstance(value, str):  # some dumps store the list as a JSON string
+        value = _loads(value, "wrong_type", field)
+    if not isinstance(value, list):
+        raise RowError("wrong_type", f"{field!r} must be a list, got {type(value).__name__}")
+    if not value:
+        raise RowError("empty_conversation", f"{field!r} is empty")
+    return value
+
+
+def _check_conversation(messages: list[dict[str, Any]]) -> None:
+    if not any(m["role"] != "system" for m in messages):
+        raise RowError("empty_conversation", "the conversation has no user, assistant or tool turn")
+
+
+def parse_messages(data: dict[str, Any]) -> Conversation:
+    """OpenAI `{"messages": [...], "tools": [...]}`."""
+    raw = _require_list(data, "messages")
+    counter = [0]
+    messages = [normalize_message(m, f"messages[{n}]", counter) for n, m in enumerate(raw)]
+    _check_conversation(messages)
+    return Conversation(messages, normalize_tools(data.get("tools")))
+
+
+def parse_sharegpt(data: dict[str, Any]) -> Conversation:
+    """ShareGPT `{"conversations": [{"from", "value"}]}` (or `role`/`content` entries), with
+    `function_call`/`observation` turns, an optional top-level `system` and `tools`."""
+    raw = _require_list(data, "conversations")
+    counter = [0]
+    messages: list[dict[str, Any]] = []
+    system = data.get("system")
+    if system is not None and not isinstance(system, str):
+        raise RowError("wrong_type", "'system' must be a string")
+    if system and system.strip():
+        messages.append({"role": "system", "content": system})
+    pending: list[dict[str, Any]] = []  # calls not yet answered, for tool_call_id
+    for n, turn in enumerate(raw):
+        where = f"conversations[{n}]"
+        if not isinstance(turn, dict):
+            raise RowError("wrong_type", f"{where} must be an object, got {type(turn).__name__}")
+        speaker = turn.get("from", turn.get("role"))
+        value = turn.get("value", turn.get("content"))
+        if speaker is None:
+            raise RowError("missing_field", f"{where} has no 'from' (or 'role')")
+        if "value" not in turn and "content" not in turn:
+            raise RowError("missing_field", f"{where} has no 'value' (or 'content')")
+        role = SHAREGPT_ROLES.get(speaker) if isinstance(speaker, str) else None
+        if role is None:
+            raise RowError("unknown_role", f"{where}: speaker {speaker!r} is not one of "
+                                           f"{', '.join(sorted(SHAREGPT_ROLES))}")
+        if role == "function_call":
+            payload = _loads(value, "bad_tool_call", where) if isinstance(value, str) else value
+            calls = _normalize_tool_calls(payload, where, counter)
+            messages.append({"role": "assistant", "content": "", "tool_calls": calls})
+            pending = list(calls)
+            continue
+        content = _content(value, where)
+        if content is None:
+            raise RowError("wrong_type", f"{where}: value is null")
+        msg: dict[str, Any] = {"role": role, "content": content}
+        if role == "tool" and pending:
+            call = pending.pop(0)
+            msg["tool_call_id"] = call["id"]
+            msg["name"] = call["function"]["name"]
+        messages.append(msg)
+    _check_conversation(messages)
+    return Conversation(messages, normalize_tools(data.get("tools")))
+
+
+def parse_prompt(data: dict[str, Any]) -> Conversation:
+    """Plain `{"prompt": "...", "system": "..."}`: one user turn, an optional system turn."""
+    prompt = data.get("prompt")
+    if prompt is None:
+        raise RowError("missing_field", "the row has no 'prompt' field")
+    if not isinstance(prompt, str):
+        raise RowError("wrong_type", f"'prompt' must be a string, got {type(prompt).__name__}")
+    if not prompt.strip():
+        raise RowError("empty_conversation", "'prompt' is empty")
+    system = data.get("system")
+    if system is not None and not isinstance(system, str):
+        raise RowError("wrong_type", f"'system' must be a string, got {type(system).__name__}")
+    messages = [{"role": "system", "content": system}] if system and system.strip() else []
+    messages.append({"role": "user", "content": prompt})
+    return Conversation(messages)
+
+
+def parse_pretokenized(data: dict[str, Any], vocab_size: int) -> list[int]:
+    """`{"input_ids": [...]}`: the ids exactly as given, each a non-negative int below the
+    tokenizer's vocabulary size."""
+    ids = data.get("input_ids")
+    if ids is None:
+        raise RowError("missing_field", "the row has no 'input_ids' field")
+    if not isinstance(ids, list):
+        raise RowError("wrong_type", f"'input_ids' must be a list of integers, got {type(ids).__name__}")
+    if not ids:
+        raise RowError("empty_prompt", "'input_ids' is empty")
+    for n, tok in enumerate(ids):
+        if type(tok) is not int:  # bool is an int subclass; floats are not token ids
+            raise RowError("bad_token_id", f"input_ids[{n}] = {tok!r} is not an integer")
+        if not 0 <= tok < vocab_size:
+            raise RowError("bad_token_id", f"input_ids[{n}] = {tok} is outside the tokenizer's "
+                                           f"vocabulary [0, {vocab_size})")
+    return ids
+
+
+def parse_conversation(fmt: str, data: dict[str, Any]) -> Conversation:
+    """A row of a conversational format → its normalized conversation."""
+    if fmt == "messages":
+        return parse_messages(data)
+    if fmt == "sharegpt":
+        return parse_sharegpt(data)
+    if fmt == "prompt":
+        return parse_prompt(data)
+    if fmt == "glaive":
+        from .glaive import parse_glaive
+
+        return parse_glaive(data)
+    raise ValueError(f"format {fmt!r} has no conversation")

@@ -1,0 +1,195 @@
+"""Reading dataset sources: JSONL and Parquet files, or directories of them, row by row.
+
+Rows are numbered 0, 1, 2, ... across the files in name order (blank JSONL lines do not count),
+which is the `source_index` of every sample and reject. A row that cannot be read — invalid
+UTF-8, malformed JSON, not a JSON object — comes out as a `RawRow` with an `error` instead of
+data, so it becomes a recorded reject and never stops the job. A missing, empty or unreadable
+source is a `SourceError` (the whole dataset is wrong, not a row).
+
+Reading is lazy: `iter_rows` streams; `RowIndex` (for `selection: shuffle`) makes one cheap pass
+that keeps only a byte offset (JSONL) or a row-group position (Parquet) per row, then reads rows
+on demand.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+_PARQUET_BATCH = 256
+_ROW_GROUP_CACHE = 4  # decoded Parquet row groups kept for random access (shuffle)
+
+
+class SourceError(ValueError):
+    """A dataset source cannot be read at all (missing, empty, not JSONL/Parquet, corrupt)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawRow:
+    """One source row: its data, or why it could not be read."""
+
+    index: int
+    """Row number across the source's files (0-based)."""
+
+    data: dict[str, Any] | None
+    """The decoded JSON object / Parquet row; None when `error` is set."""
+
+    error: tuple[str, str] | None = None
+    """`(reason, detail)` when the row is unreadable: `invalid_utf8`, `malformed_json`, `wrong_type`."""
+
+
+def resolve_source(source: str, base_dir: Path) -> Path:
+    """`spec.datasets[].source` → a path: `file://` stripped, relative paths below `base_dir`."""
+    path = Path(source.removeprefix("file://"))
+    return path if path.is_absolute() else Path(base_dir) / path
+
+
+def _is_data_file(path: Path) -> bool:
+    name = path.name.lower()
+    return path.is_file() and not name.startswith(".") and name.endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES)
+
+
+def list_files(path: Path) -> list[Path]:
+    """The data files of a source: the file itself, or a directory's JSONL/Parquet files in name
+    order (recursively, by relative path), so row numbers are the same on every run."""
+    if path.is_file():
+        if not path.name.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES):
+            raise SourceError(f"{path}: not a JSONL (.jsonl/.json/.ndjson) or Parquet file; "
+                              "convert it or point source at one")
+        return [path]
+    if path.is_dir():
+        files = sorted((p for p in path.rglob("*") if _is_data_file(p)),
+                       key=lambda p: p.relative_to(path).as_posix())
+        if not files:
+            raise SourceError(f"{path}: directory holds no .jsonl or .parquet files; check the "
+                              "dataset's source")
+        return files
+    raise SourceError(f"{path}: no such file or directory; check the dataset's source (relative "
+                      "paths are resolved from the job file's directory, or spec.inputs in a cluster)")
+
+
+def _is_parquet(path: Path) -> bool:
+    return path.name.lower().endswith(PARQUET_SUFFIXES)
+
+
+def decode_line(index: int, line: bytes, first: bool = False) -> RawRow:
+    """One JSONL line → a row, or a row carrying the reason it is unreadable."""
+    if first and line.startswith(b"\xef\xbb\xbf"):
+        line = line[3:]
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return RawRow(index, None, ("invalid_utf8", f"byte {err.start}: {err.reason}"))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        return RawRow(index, None, ("malformed_json", f"{err.msg} at column {err.colno}"))
+    except RecursionError:
+        return RawRow(index, None, ("malformed_json", "nested too deeply"))
+    if not isinstance(data, dict):
+        return RawRow(index, None, ("wrong_type", f"a row must be a JSON object, got {type(data).__name__}"))
+    return RawRow(index, data)
+
+
+def _iter_jsonl(path: Path, start: int) -> Iterator[RawRow]:
+    index = start
+    with open(path, "rb") as fh:
+        for n, line in enumerate(fh):
+            if not line.strip():
+                continue
+            yield decode_line(index, line, first=n == 0)
+            index += 1
+
+
+def _parquet_file(path: Path):
+    import pyarrow.parquet as pq  # imported lazily: only Parquet sources need it
+
+    try:
+        return pq.ParquetFile(path)
+    except Exception as err:  # pyarrow raises several types for a corrupt file
+        raise SourceError(f"{path}: not a readable Parquet file ({err}); check the dataset's source") from None
+
+
+def _parquet_row(index: int, data: Any) -> RawRow:
+    if not isinstance(data, dict):
+        return RawRow(index, None, ("wrong_type", "a row must be an object"))
+    return RawRow(index, data)
+
+
+def _iter_parquet(path: Path, start: int) -> Iterator[RawRow]:
+    index = start
+    for batch in _parquet_file(path).iter_batches(batch_size=_PARQUET_BATCH):
+        for data in batch.to_pylist():
+            yield _parquet_row(index, data)
+            index += 1
+
+
+def iter_rows(files: list[Path]) -> Iterator[RawRow]:
+    """Every row of the files, in order, numbered across files."""
+    index = 0
+    for path in files:
+        rows = _iter_parquet(path, index) if _is_parquet(path) else _iter_jsonl(path, index)
+        for row in rows:
+            yield row
+            index = row.index + 1
+
+
+class RowIndex:
+    """Random access to the rows of a source after one cheap pass.
+
+    Keeps 8 bytes per row (a JSONL byte offset, or a Parquet row-group number and position), never
+    the rows themselves; Parquet row groups are decoded on demand with a small cache.
+    """
+
+    def __init__(self, files: list[Path]) -> None:
+        self.files = files
+        self._file_of = array("l")  # per row: index into files
+        self._where = array("q")    # per row: byte offset (JSONL) or (group << 32 | row) (Parquet)
+        self._groups: OrderedDict[tuple[int, int], list] = OrderedDict()
+        self._parquet: dict[int, Any] = {}
+        for f, path in enumerate(files):
+            if _is_parquet(path):
+                meta = _parquet_file(path).metadata
+                for g in range(meta.num_row_groups):
+                    for r in range(meta.row_group(g).num_rows):
+                        self._file_of.append(f)
+                        self._where.append((g << 32) | r)
+            else:
+                with open(path, "rb") as fh:
+                    offset = 0
+                    for line in fh:
+                        if line.strip():
+                            self._file_of.append(f)
+                            self._where.append(offset)
+                        offset += len(line)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def read(self, index: int) -> RawRow:
+        f, where = self._file_of[index], self._where[index]
+        path = self.files[f]
+        if _is_parquet(path):
+            return _parquet_row(index, self._parquet_group(f, where >> 32)[where & 0xFFFFFFFF])
+        with open(path, "rb") as fh:
+            fh.seek(where)
+            return decode_line(index, fh.readline(), first=where == 0)
+
+    def _parquet_group(self, f: int, group: int) -> list:
+        key = (f, group)
+        if key in self._groups:
+            self._groups.move_to_end(key)
+            return self._groups[key]
+        if f not in self._parquet:
+            self._parquet[f] = _parquet_file(self.files[f])
+        rows = self._parquet[f].read_row_group(group).to_pylist()
+        self._groups[key] = rows
+        while len(self._groups) > _ROW_GROUP_CACHE:
+            self._groups.popitem(last=False)
+        return rows

@@ -1,0 +1,61 @@
+"""Fixtures for the input-side tests: offline tokenizers, job specs, dataset files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from draftgen.generator.inputs import iter_samples, open_tokenizer
+from draftgen.generator.samples import Reject, Sample
+from draftgen.spec import parse_job
+
+from .tokenizer_fixture import DROPS_TOOLS, KIMI_LIKE, build_tokenizer
+
+KIMI_SPECIALS = ["<think>", "</think>", "<|im_end|>", "<|tool_calls_section_begin|>",
+                 "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"]
+
+
+@pytest.fixture(scope="session")
+def kimi_like_dir(tmp_path_factory) -> Path:
+    return build_tokenizer(tmp_path_factory.mktemp("tok") / "kimi-like", KIMI_LIKE)
+
+
+@pytest.fixture(scope="session")
+def drops_tools_dir(tmp_path_factory) -> Path:
+    return build_tokenizer(tmp_path_factory.mktemp("tok") / "drops-tools", DROPS_TOOLS)
+
+
+def make_job(tokenizer: Path | str, datasets: list[dict[str, Any]], **model: Any):
+    spec_model = {"weights": str(tokenizer), "chatTemplateKwargs": {"thinking": True},
+                  "specialTokens": KIMI_SPECIALS, "generationPrefix": "<think>"}
+    spec_model.update(model)
+    return parse_job({"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
+                      "metadata": {"name": "t"},
+                      "spec": {"model": spec_model, "datasets": datasets}})
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write((row if isinstance(row, str) else json.dumps(row)) + "\n")
+    return path
+
+
+@pytest.fixture
+def run_dataset(tmp_path, kimi_like_dir) -> Callable[..., list[Sample | Reject]]:
+    """Write rows to a JSONL file, run iter_samples over them in-process, return every item."""
+
+    def run(rows: list[Any], fmt: str, *, tokenizer: Path | None = None, skip_ids=(),
+            max_prompt_tokens: int | None = None, workers: int = 0, **dataset: Any):
+        write_jsonl(tmp_path / "data.jsonl", rows)
+        ds = {"name": "ds", "source": "data.jsonl", "format": fmt, **dataset}
+        job = make_job(tokenizer or kimi_like_dir, [ds])
+        with open_tokenizer(job, tmp_path, workers=workers) as ctx:
+            return list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx,
+                                     skip_ids=skip_ids, max_prompt_tokens=max_prompt_tokens))
+
+    return run
