@@ -54,7 +54,10 @@ class PlanInputs:
 class WhatIf:
     mem_fraction_static: float
     tokens: int
-    lossy_tokens: int
+    other_kv_cache_dtype: str
+    other_dtype_tokens: int
+    """Tokens with the other KV dtype (fp8_e4m3 for a 16-bit job, bf16 for an fp8 one)."""
+
     decodes: int | None
     headroom_gib: float
     thin: bool
@@ -285,7 +288,7 @@ def _what_if(plan: Plan, job: GenerationJob, max_total_tokens: int | None,
         decodes = (concurrency.concurrent_decodes(cap.tokens, plan.mean_sequence_tokens,
                                                   plan.max_running_requests)
                    if plan.mean_sequence_tokens else None)
-        rows.append(WhatIf(mf, cap.tokens, other.tokens, decodes, room.after_graphs_gib,
+        rows.append(WhatIf(mf, cap.tokens, lossy, other.tokens, decodes, room.after_graphs_gib,
                            room.thin))
     return rows
 

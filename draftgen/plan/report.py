@@ -66,7 +66,7 @@ def _capacity(plan: Plan) -> list[str]:
             mark = " ←" if row.mem_fraction_static == plan.mem_fraction_static else ""
             thin = "  THIN" if row.thin else ""
             out.append(f"  {row.mem_fraction_static:>17.2f}  {row.tokens:>13,}  "
-                       f"{row.lossy_tokens:>16,}  {_n(row.decodes):>7}  "
+                       f"{row.other_dtype_tokens:>16,}  {_n(row.decodes):>7}  "
                        f"{max(row.headroom_gib, 0):>13.2f} GiB{thin}{mark}")
         if lossy.startswith("fp8"):
             out.append(f"  ({lossy} is lossy: it visibly degraded an INT4 MLA model; it needs "
