@@ -4,7 +4,10 @@ A row's key is its explicit `id` (or `uuid`) field when it has one, else the SHA
 canonical JSON (sorted keys, no whitespace, null fields dropped so a JSONL row and the same row
 read from Parquet agree), cut to 128 bits. Positions never enter the key: the same row keeps its
 id when files are reordered, renamed or grown, which is what resume and deduplication rely on.
-A sample's id is `<dataset>/<row key>/<turn>`.
+A row repeated verbatim gets `<hash>~2`, `~3`, ... (each copy is a sample; the copies are
+interchangeable, so the numbering is stable); two different rows claiming one explicit `id` are a
+data error (the later one is rejected as `duplicate_id`). A sample's id is
+`<dataset>/<row key>/<turn>`.
 
 Turns (`spec.datasets[].turns`):
 
@@ -43,15 +46,26 @@ def canonical_json(row: dict[str, Any]) -> bytes:
                       default=str).encode("utf-8", "surrogatepass")
 
 
-def row_key(row: dict[str, Any]) -> str:
-    """The row's explicit `id`/`uuid` (a non-empty string or an integer), else a content hash."""
+def explicit_id(row: dict[str, Any]) -> str | None:
+    """The row's own `id`/`uuid` (a non-empty string or an integer), if it has one."""
     for field in ID_FIELDS:
         value = row.get(field)
         if isinstance(value, bool):
             continue
         if isinstance(value, int) or (isinstance(value, str) and value.strip()):
             return str(value).strip()
-    return hashlib.sha256(canonical_json(row)).hexdigest()[:32]
+    return None
+
+
+def row_key(row: dict[str, Any]) -> str:
+    """The row's explicit id, else the hash of its canonical content."""
+    return explicit_id(row) or hashlib.sha256(canonical_json(row)).hexdigest()[:32]
+
+
+def repeat_key(key: str, occurrence: int) -> str:
+    """Key of the n-th (2, 3, ...) identical row: identical rows are interchangeable, so numbering
+    them in reading order stays correct under any reordering of the files."""
+    return f"{key}~{occurrence}"
 
 
 def sample_id(dataset: str, key: str, turn: int) -> str:

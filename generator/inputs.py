@@ -23,7 +23,7 @@ from typing import Any, Container, Iterator
 from draftgen.spec import DatasetSpec, GenerationJob
 
 from .formats import RowError, parse_conversation, parse_pretokenized
-from .identity import has_question, row_key, sample_id, select_turns
+from .identity import explicit_id, has_question, repeat_key, row_key, sample_id, select_turns
 from .integrity import STRICT_TOOL_SAMPLES, IntegrityError, tools_dropped_error
 from .pretokenize import Rendered, RenderJob, TokenizerContext, open_tokenizer
 from .samples import Reject, Sample
@@ -56,7 +56,8 @@ def _plan(dataset: DatasetSpec, base_dir: Path, ctx: TokenizerContext, skip_ids:
           max_prompt_tokens: int | None) -> Iterator[Any]:
     """Rows → finished items (rejects, pretokenized samples) and `RenderJob`s, in order."""
     name = dataset.name
-    seen: set[int] = set()
+    seen: set[int] = set()       # 8-byte hashes of the keys taken so far
+    repeats: dict[int, int] = {}  # copies seen of rows repeated verbatim
     for row in select_rows(dataset_files(dataset, base_dir), dataset.selection):
         if row.error is not None:
             yield Reject(name, row.index, None, *row.error)
@@ -66,9 +67,12 @@ def _plan(dataset: DatasetSpec, base_dir: Path, ctx: TokenizerContext, skip_ids:
         key = row_key(data)
         h = _key_hash(key)
         if h in seen:
-            yield Reject(name, row.index, None, "duplicate_row",
-                         f"row key {key!r} was already taken from an earlier row of this dataset")
-            continue
+            if explicit_id(data) is not None:
+                yield Reject(name, row.index, None, "duplicate_id",
+                             f"id {key!r} was already taken by an earlier row of this dataset")
+                continue
+            repeats[h] = repeats.get(h, 1) + 1
+            key = repeat_key(key, repeats[h])
         seen.add(h)
         if dataset.format == "pretokenized":
             sid = sample_id(name, key, 0)

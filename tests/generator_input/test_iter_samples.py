@@ -85,14 +85,25 @@ def test_bad_rows_become_rejects_in_order_and_the_rest_go_on(run_dataset, tmp_pa
         {"messages": [{"role": "user", "content": 7}]},
         {"conversations": []},
         "[1, 2]",
-        {"messages": [{"role": "user", "content": "fine"}]},  # a duplicate row
+        {"id": "x", "messages": [{"role": "user", "content": "one"}]},
+        {"id": "x", "messages": [{"role": "user", "content": "another"}]},
         {"messages": [{"role": "user", "content": "also fine"}]},
     ]
     items = run_dataset(rows, "messages")
     assert rejects(items) == {1: "malformed_json", 2: "empty_conversation", 3: "unknown_role",
-                              4: "wrong_type", 5: "missing_field", 6: "wrong_type", 7: "duplicate_row"}
-    assert [s.source_index for s in samples(items)] == [0, 8]
-    assert [i.source_index for i in items] == list(range(9))  # selection order kept
+                              4: "wrong_type", 5: "missing_field", 6: "wrong_type", 8: "duplicate_id"}
+    assert [s.source_index for s in samples(items)] == [0, 7, 9]
+    assert [i.source_index for i in items] == list(range(10))  # selection order kept
+
+
+def test_rows_repeated_verbatim_are_distinct_samples_with_stable_ids(run_dataset):
+    row = {"messages": [{"role": "user", "content": "same"}]}
+    other = {"messages": [{"role": "user", "content": "other"}]}
+    ids = [s.id for s in samples(run_dataset([row, other, row, row], "messages"))]
+    base = ids[0].removesuffix("/0")
+    assert ids == [ids[0], ids[1], f"{base}~2/0", f"{base}~3/0"]
+    reordered = [s.id for s in samples(run_dataset([row, row, other, row], "messages"))]
+    assert sorted(reordered) == sorted(ids)
 
 
 def test_invalid_utf8_row_is_a_reject(tmp_path, kimi_like_dir):
