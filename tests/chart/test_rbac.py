@@ -28,12 +28,12 @@ def test_chart_grants_exactly_the_operator_rules():
 
 
 def test_webhook_adds_exactly_the_webhook_rules():
-    docs = render({"operator": {"webhook": {"enabled": True}}})
+    docs = render({"operator": {"webhook": {"enabled": True, "certSecret": "webhook-tls"}}})
     assert _granted(docs) == _triples(rbac.RULES + rbac.WEBHOOK_RULES)
 
 
 def test_no_wildcards_and_no_secrets():
-    for group, resource, verb in _granted(render({"operator": {"webhook": {"enabled": True}}})):
+    for group, resource, verb in _granted(render({"operator": {"webhook": {"enabled": True, "certSecret": "webhook-tls"}}})):
         assert "*" not in (group, resource, verb)
         assert resource != "secrets"
 

@@ -32,6 +32,7 @@ BAD_VALUES = [
     ({"monitoring": {"grafanaDashboard": {"labels": {"grafana_dashboard": 1}}}},
      "/monitoring/grafanaDashboard/labels/grafana_dashboard"),
     ({"generationJobs": [{"name": "kimi"}]}, "missing property 'spec'"),
+    ({"operator": {"webhook": {"enabled": True}}}, "/operator/webhook"),
     ({"generationJobs": [{"name": "Kimi_K2", "spec": {"model": {}, "datasets": []}}]},
      "/generationJobs/0/name"),
     ({"generationJobs": [{"name": "kimi", "spec": {}, "replicas": 2}]},

@@ -74,7 +74,7 @@ TOGGLES: dict[str, dict[str, Any]] = {
     "podMonitor-sglang": {"monitoring": {"podMonitors": {"sglang": {"enabled": True}}}},
     "prometheusRule": {"monitoring": {"prometheusRule": {"enabled": True}}},
     "grafanaDashboard": {"monitoring": {"grafanaDashboard": {"enabled": True}}},
-    "webhook": {"operator": {"webhook": {"enabled": True}}},
+    "webhook": {"operator": {"webhook": {"enabled": True, "certSecret": "webhook-tls"}}},
     "one-replica": {"operator": {"replicas": 1}},
     "no-rbac-no-sa": {"rbac": {"create": False}, "serviceAccount": {"create": False}},
     "no-peering-object": {"operator": {"peering": {"create": False}}},
