@@ -60,7 +60,7 @@ def load_tokenizer(location: str, trust_remote_code: bool) -> Any:
             f"{where}: {location} does not exist; relative paths are resolved from the job file's "
             "directory; write an existing directory holding the tokenizer, or hf://ORG/NAME")
     try:
-        return AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code)
     except Exception as err:  # transformers raises OSError, ValueError, ImportError, ...
         hint = ("the directory holds no loadable tokenizer" if Path(location).is_absolute() else
                 "as a hub id it needs network access (is HF_HUB_OFFLINE set?) or a cached copy")
@@ -69,6 +69,10 @@ def load_tokenizer(location: str, trust_remote_code: bool) -> Any:
             f"{type(err).__name__}: {err}. Point it at the model's tokenizer directory or "
             "hf://ORG/NAME; set model.trustRemoteCode: true if the tokenizer ships its own code"
         ) from None
+    # The prompt limit is the server's max_req_input_len (prompt_too_long rejects), not the
+    # tokenizer config's model_max_length, whose "sequence too long" warning would only mislead.
+    tokenizer.model_max_length = int(1e30)
+    return tokenizer
 
 
 @dataclass(frozen=True)
@@ -182,7 +186,8 @@ class TokenizerContext:
         self.fingerprint = tokenizer_fingerprint(tokenizer)
         self.vocab_size: int = self.fingerprint["vocab_size"]
         self.workers = workers
-        self.prefetch = max(2, 2 * workers)  # batches in flight
+        self.prefetch = max(2, 2 * workers)  # batches in flight per stream
+        self.waits = 0  # times a stream waited on a worker: high means add tokenizer workers
         self._pool: ProcessPoolExecutor | None = None
         if workers > 0:
             self._pool = ProcessPoolExecutor(
@@ -203,8 +208,15 @@ class TokenizerContext:
     def render_stream(self, units: Iterable[Any]) -> Iterator[tuple[Any, Rendered | None]]:
         """`(unit, rendered)` in input order: each `RenderJob` with its result, anything else
         passed through with None. At most `prefetch` batches are being rendered ahead."""
-        source = iter(units)
         inflight: deque[tuple[list[Any], Future | None]] = deque()
+        try:
+            yield from self._stream(iter(units), inflight)
+        finally:  # the consumer stopped early (budget met): drop the work rendered ahead
+            for _, future in inflight:
+                if future is not None:
+                    future.cancel()
+
+    def _stream(self, source: Iterator[Any], inflight: deque) -> Iterator[tuple[Any, Rendered | None]]:
         exhausted = False
         while True:
             while not exhausted and len(inflight) < (self.prefetch if self._pool else 1):
@@ -223,6 +235,8 @@ class TokenizerContext:
             if not inflight:
                 return
             batch, future = inflight.popleft()
+            if future is not None and not future.done():
+                self.waits += 1  # the consumer outran the workers
             if future is not None:
                 try:
                     results = iter(future.result())
