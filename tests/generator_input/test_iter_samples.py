@@ -172,3 +172,28 @@ def test_hub_ids_resolve_and_fail_clearly_offline(tmp_path, monkeypatch):
     job = make_job("hf://draftgen-test/does-not-exist", [{"name": "ds", "source": "d.jsonl", "format": "prompt"}])
     with pytest.raises(TokenizerError, match="draftgen-test/does-not-exist.*hub id"):
         open_tokenizer(job, tmp_path, workers=0)
+
+
+def test_a_directory_of_parquet_and_jsonl_files_reads_like_one_jsonl(tmp_path, kimi_like_dir):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"messages": [{"role": "user", "content": "weather?"},
+                          {"role": "assistant", "content": None, "tool_calls": [
+                              {"id": "c0", "type": "function",
+                               "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+                          {"role": "tool", "content": "{\"t\": 1}", "tool_call_id": "c0"}],
+             "tools": [{"type": "function", "function": {"name": "get_weather", "description": "w",
+                                                         "parameters": {"type": "object"}}}]},
+            {"messages": [{"role": "user", "content": "plain"}]}]
+    (tmp_path / "dir").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "dir" / "a.parquet")
+    write_jsonl(tmp_path / "dir" / "b.jsonl", [{"messages": [{"role": "user", "content": "third"}]}])
+    write_jsonl(tmp_path / "flat.jsonl", rows + [{"messages": [{"role": "user", "content": "third"}]}])
+    out = {}
+    for source in ("dir", "flat.jsonl"):
+        job = make_job(kimi_like_dir, [{"name": "ds", "source": source, "format": "messages"}])
+        with open_tokenizer(job, tmp_path, workers=0) as ctx:
+            out[source] = list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx))
+    assert out["dir"] == out["flat.jsonl"] and len(samples(out["dir"])) == 3
+    assert samples(out["dir"])[0].info["num_tools"] == 1
