@@ -151,12 +151,29 @@ def test_shuffle_takes_the_same_subset_every_run(run_dataset):
     assert a == b and sorted(a) == list(range(40)) and a != list(range(40))
 
 
-def test_worker_pool_gives_the_same_items_in_the_same_order_as_inline(run_dataset):
+def test_worker_pool_gives_the_same_items_in_the_same_order_and_streams(run_dataset, tmp_path, kimi_like_dir):
+    from draftgen.generator.pretokenize import BATCH_PROMPTS, RenderJob
+
     rows = [{"prompt": f"question {i} " * (i % 7 + 1)} for i in range(60)] + ["{broken"]
-    rows += [{"system": GLAIVE_SYSTEM, "chat": GLAIVE_CHAT}]
-    inline = run_dataset(rows[:-1], "prompt", workers=0)
-    pooled = run_dataset(rows[:-1], "prompt", workers=2)
-    assert pooled == inline and len(samples(pooled)) == 60
+    inline = run_dataset(rows, "prompt", workers=0)
+    job = make_job(kimi_like_dir, [{"name": "ds", "source": "data.jsonl", "format": "prompt"}])
+    with open_tokenizer(job, tmp_path, workers=2) as ctx:
+        pooled = list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx))
+        assert pooled == inline and len(samples(pooled)) == 60
+
+        pulled = 0
+
+        def endless():  # an endless source: only a bounded window may be read ahead
+            nonlocal pulled
+            while True:
+                pulled += 1
+                yield RenderJob([{"role": "user", "content": f"q{pulled}"}], None, pulled)
+
+        stream = ctx.render_stream(endless())
+        first = [next(stream) for _ in range(5)]
+        assert [u.meta for u, _ in first] == [1, 2, 3, 4, 5] and all(r.ids for _, r in first)
+        assert pulled <= (ctx.prefetch + 1) * BATCH_PROMPTS
+        stream.close()
 
 
 def test_hub_ids_resolve_and_fail_clearly_offline(tmp_path, monkeypatch):
