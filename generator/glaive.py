@@ -25,6 +25,7 @@ ENDOFTEXT = "<|endoftext|>"
 FUNCTIONCALL = "<functioncall>"
 _TURN = re.compile(r"(?:^|\n)[ \t]*(USER|ASSISTANT|FUNCTION RESPONSE|SYSTEM):[ \t]?")
 _ARGS_QUOTED = re.compile(r'"arguments"\s*:\s*\'')
+_DEFINITIONS_START = re.compile(r"\[\s*\{|\{")  # a list of definitions, or the first one
 
 
 def parse_function_definitions(text: str) -> list[Any]:
@@ -51,9 +52,10 @@ def split_system(system: str) -> tuple[str, list[Any]]:
     text = system.strip()
     if text.startswith("SYSTEM:"):
         text = text[len("SYSTEM:"):].strip()
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start < 0:
+    match = _DEFINITIONS_START.search(text)
+    if match is None:
         return text, []
+    start = match.start()
     preamble = text[:start].rstrip()
     preamble = preamble[:-1].rstrip() if preamble.endswith("-") else preamble
     return preamble, parse_function_definitions(text[start:])

@@ -221,3 +221,10 @@ def test_pretokenized_rejects(ids, expected):
     with pytest.raises(RowError) as err:
         parse_pretokenized({} if ids is None else {"input_ids": ids}, 163_840)
     assert err.value.reason == expected
+
+
+def test_glaive_definitions_may_be_a_list_and_brackets_in_the_preamble_are_text():
+    system = "SYSTEM: You are [a helpful] assistant. Use these -\n" + json.dumps([WEATHER, NEWS])
+    conv = parse_glaive(glaive_row(system, "USER: hi"))
+    assert [t["function"]["name"] for t in conv.tools] == ["get_weather", "get_news"]
+    assert conv.messages[0]["content"] == "You are [a helpful] assistant. Use these"
