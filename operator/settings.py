@@ -81,10 +81,14 @@ class OperatorSettings:
     detect it."""
 
     webhook_certfile: str | None = None
-    """TLS certificate of the webhook server (PEM); None makes kopf generate a self-signed one."""
+    """TLS certificate of the webhook server (PEM), e.g. mounted from a cert-manager Secret.
+    None makes kopf generate a self-signed one, which needs the `certbuilder` package."""
 
     webhook_pkeyfile: str | None = None
     """TLS private key of the webhook server (PEM)."""
+
+    webhook_insecure: bool = False
+    """Serve the webhook over plain HTTP (only behind a TLS-terminating tunnel, or in tests)."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorSettings:

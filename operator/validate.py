@@ -63,8 +63,15 @@ def admission_problems(body: dict[str, Any], settings: OperatorSettings) -> list
     return problems
 
 
+_registered = False
+
+
 def register_webhook(settings: OperatorSettings) -> None:
-    """Register the validating admission handler with kopf (called only when enabled)."""
+    """Register the validating admission handler with kopf (called only when enabled; once)."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
     import kopf
 
     from draftgen.spec import GROUP, PLURAL, VERSION

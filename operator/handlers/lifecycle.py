@@ -17,26 +17,35 @@ from ..reconcile import JobRef
 from . import state
 
 
-def _patch_status(patch: kopf.Patch, old: dict[str, Any], new: dict[str, Any]) -> None:
+def status_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """A merge patch from `old` to `new` (keys that disappeared are set to null)."""
-    for key, value in new.items():
-        if old.get(key) != value:
-            patch.status[key] = value
-    for key in old:
-        if key not in new and key != "kopf":
-            patch.status[key] = None
+    out: dict[str, Any] = {k: v for k, v in new.items() if old.get(k) != v}
+    out.update({k: None for k in old if k not in new and k != "kopf"})
+    return out
 
 
-def reconcile(body: kopf.Body, patch: kopf.Patch, logger: logging.Logger) -> None:
-    ref = JobRef(body=dict(body))
-    ref.body["metadata"] = dict(body.metadata)
-    ref.body["spec"] = dict(body.spec)
-    ref.body["status"] = dict(body.status)
+def reconcile(body: kopf.Body, logger: logging.Logger) -> None:
+    """Reconcile the job as it is *now* and write its status, all under the job's lock.
+
+    The body kopf hands over may predate a status another handler just wrote (the timer and a
+    change handler can run back to back): acting on it could re-create a server that was just
+    torn down. So the object is read fresh and the status written directly, inside the lock.
+    """
+    name, namespace = body.metadata.name, body.metadata.namespace or "default"
+    reconciler = state.reconciler()
     started = time.monotonic()
     metrics.RECONCILES.inc()
-    with state.lock_for(body.metadata.uid or ref.name):
+    with state.lock_for(body.metadata.uid or name):
         try:
-            outcome = state.reconciler().reconcile(ref)
+            fresh = reconciler.kube.get("GenerationJob", namespace, name)
+            if fresh is None or fresh["metadata"].get("deletionTimestamp"):
+                return
+            ref = JobRef(body=fresh)
+            outcome = reconciler.reconcile(ref)
+            patch = status_patch(ref.old_status, outcome.status)
+            if patch:
+                reconciler.kube.patch("GenerationJob", namespace, name, {"status": patch},
+                                      subresource="status")
         except KubeError as err:
             metrics.RECONCILE_ERRORS.labels(kind="api").inc()
             # kopf retries the handler (timers: on the next tick) with backoff.
@@ -46,28 +55,23 @@ def reconcile(body: kopf.Body, patch: kopf.Patch, logger: logging.Logger) -> Non
             raise
         finally:
             metrics.RECONCILE_DURATION.observe(time.monotonic() - started)
-    old = ref.old_status
-    _patch_status(patch, old, outcome.status)
-    new_phase = outcome.status.get("phase")
-    metrics.record_phase(ref.namespace, ref.name, new_phase)
-    if new_phase != old.get("phase"):
-        logger.info("phase %s → %s: %s", old.get("phase"), new_phase,
-                    outcome.status.get("message", ""))
+    old_phase, new_phase = ref.old_status.get("phase"), outcome.status.get("phase")
+    metrics.record_phase(namespace, name, new_phase)
+    if new_phase != old_phase:
+        logger.info("phase %s → %s: %s", old_phase, new_phase, outcome.status.get("message", ""))
     if outcome.delete_job:
         logger.info("ttlSecondsAfterFinished passed: deleting the GenerationJob")
-        state.reconciler().kube.delete("GenerationJob", ref.namespace, ref.name)
+        reconciler.kube.delete("GenerationJob", namespace, name)
 
 
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
 @kopf.on.resume(GROUP, VERSION, PLURAL)
-def on_change(body: kopf.Body, patch: kopf.Patch, logger: logging.Logger, **_: Any) -> None:
-    reconcile(body, patch, logger)
+def on_change(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
+    reconcile(body, logger)
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=state.SETTINGS.poll_interval_seconds,
             initial_delay=state.SETTINGS.poll_interval_seconds)
-def on_timer(body: kopf.Body, patch: kopf.Patch, logger: logging.Logger, **_: Any) -> None:
-    if body.metadata.get("deletionTimestamp"):
-        return
-    reconcile(body, patch, logger)
+def on_timer(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
+    reconcile(body, logger)

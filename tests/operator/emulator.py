@@ -37,6 +37,8 @@ RESOURCES = {
     "apps/v1/deployments": dict(kind="Deployment", namespaced=True,
                                 subresources={"status", "scale"}),
     "batch/v1/jobs": dict(kind="Job", namespaced=True, subresources={"status"}),
+    "admissionregistration.k8s.io/v1/validatingwebhookconfigurations": dict(
+        kind="ValidatingWebhookConfiguration", namespaced=False),
     "draftgen.io/v1alpha1/generationjobs": dict(
         kind="GenerationJob", singular="generationjob", namespaced=True,
         shortnames={"gj"}, subresources={"status"}),
@@ -181,9 +183,20 @@ class EmulatorThread:
         return self.call(collect)
 
     def creates(self, plural: str) -> list[str]:
-        """Names of the objects of `plural` created so far (one entry per POST)."""
-        return [r["name"] for r in self.requests()
-                if r["method"] == "POST" and r["plural"] == plural]
+        """Names of the objects of `plural` that came into existence, once per creation (a
+        POST answered 409 because the object exists creates nothing and is not listed)."""
+        def collect():
+            out = []
+            for (resource, _, name), obj in list(self.emulator.objects.items()):  # type: ignore[union-attr]
+                if resource.plural != plural:
+                    continue
+                alive = False
+                for version in obj.history:
+                    if version is not None and not alive:
+                        out.append(name)
+                    alive = version is not None
+            return sorted(out)
+        return self.call(collect)
 
     # -- the API over HTTP, as a user or a controller would use it ---------------------------
     def get(self, api: str, plural: str, ns: str, name: str) -> dict | None:
