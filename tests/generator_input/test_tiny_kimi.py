@@ -73,3 +73,20 @@ def test_the_ids_are_what_apply_chat_template_gives(demo):
                                        return_dict=False, thinking=True)
     assert item.input_ids == list(expected)
     assert expected[-1] == 163606
+
+
+TINY_CHATML = REPO / ".cache" / "models" / "tiny-chatml"
+
+
+@pytest.mark.skipif(not (TINY_CHATML / "tokenizer.json").exists(), reason="tiny-chatml not built: run `make models`")
+def test_the_kimi_job_with_another_models_tokenizer_is_refused(tmp_path):
+    """demo.yaml's Kimi settings against the ChatML test model's tokenizer: wrong data, refused."""
+    from draftgen.generator.integrity import IntegrityError
+
+    job = load_job(REPO / "examples" / "demo.yaml")
+    job.spec.model.tokenizer = str(TINY_CHATML)
+    with pytest.raises(IntegrityError, match="model.specialTokens: .*'<\\|tool_calls_section_begin\\|>' encodes to"):
+        open_tokenizer(job, REPO / "examples", workers=0)
+    job.spec.model.special_tokens = []
+    with pytest.raises(IntegrityError, match="model.generationPrefix: .*not '<think>'"):
+        open_tokenizer(job, REPO / "examples", workers=0)
