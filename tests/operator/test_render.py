@@ -202,3 +202,13 @@ def test_server_template_hash_changes_only_with_the_server() -> None:
     assert digest(edited) == base
     edited["server"]["memFractionStatic"] = 0.85
     assert digest(edited) != base
+
+
+def test_docs_show_the_manifests_the_code_renders() -> None:
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "render_example.py"),
+                             "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    doc = (REPO / "docs" / "operator.md").read_text()
+    assert "--hicache-size\n        - '48'" in doc
