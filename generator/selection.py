@@ -22,7 +22,7 @@ from .sources import RawRow, RowIndex, iter_rows
 
 def permutation(n: int, seed: int) -> array:
     """A seeded Fisher–Yates permutation of `range(n)`."""
-    order = array("L", range(n))
+    order = array("I", range(n))
     rng = random.Random(seed)
     for i in range(n - 1, 0, -1):
         j = int(rng.random() * (i + 1))

@@ -143,13 +143,14 @@ def iter_rows(files: list[Path]) -> Iterator[RawRow]:
 class RowIndex:
     """Random access to the rows of a source after one cheap pass.
 
-    Keeps 8 bytes per row (a JSONL byte offset, or a Parquet row-group number and position), never
-    the rows themselves; Parquet row groups are decoded on demand with a small cache.
+    Keeps 12 bytes per row (file number, and a JSONL byte offset or a Parquet row-group number
+    and position), never the rows themselves; Parquet row groups are decoded on demand with a
+    small cache.
     """
 
     def __init__(self, files: list[Path]) -> None:
         self.files = files
-        self._file_of = array("l")  # per row: index into files
+        self._file_of = array("I")  # per row: index into files
         self._where = array("q")    # per row: byte offset (JSONL) or (group << 32 | row) (Parquet)
         self._groups: OrderedDict[tuple[int, int], list] = OrderedDict()
         self._parquet: dict[int, Any] = {}
