@@ -59,7 +59,7 @@ class BadResponse(SGLangError):
     @property
     def prompt_too_long(self) -> bool:
         text = (str(self) + self.body).lower()
-        return "too long" in text or "exceeds the maximum" in text or "longer than" in text
+        return "longer than" in text or "context length" in text or "too long" in text
 
 
 class Aborted(SGLangError):

@@ -1,0 +1,110 @@
+"""Helpers for the generator's end-to-end tests: write a job, run it in-process or as the CLI,
+read the records back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+KIMI_SPECIAL_TOKENS = ["<think>", "</think>", "<|im_end|>", "<|tool_calls_section_begin|>",
+                       "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"]
+THINK = 163606
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(row if isinstance(row, str) else json.dumps(row))
+            f.write("\n")
+    return path
+
+
+def prompt_rows(n: int, prefix: str = "q") -> list[dict]:
+    topics = ["rain", "TCP", "Kubernetes", "photosynthesis", "prime numbers", "Lagos", "tea"]
+    return [{"id": f"{prefix}{i:03d}", "prompt": f"Tell me about {topics[i % len(topics)]}, part {i}."}
+            for i in range(n)]
+
+
+def write_job(directory: Path, model: Path, datasets: list[dict], *, sampling: dict | None = None,
+              generator: dict | None = None, model_extra: dict | None = None) -> Path:
+    spec_model = {"weights": str(model), "chatTemplateKwargs": {"thinking": True},
+                  "specialTokens": KIMI_SPECIAL_TOKENS, "generationPrefix": "<think>"}
+    spec_model.update(model_extra or {})
+    job = {
+        "apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
+        "metadata": {"name": "test"},
+        "spec": {
+            "model": spec_model,
+            "server": {"tensorParallelSize": 1},
+            "sampling": {"temperature": 0.0, "maxNewTokens": 12, **(sampling or {})},
+            "generator": {"tokenizerWorkers": 1, "retries": 2, **(generator or {})},
+            "datasets": datasets,
+        },
+    }
+    path = directory / "job.yaml"
+    path.write_text(yaml.safe_dump(job, sort_keys=False))
+    return path
+
+
+def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
+    """Run the job in this process (the real input side, the real server); the Runner."""
+    from draftgen.generator.inputs import iter_samples, open_tokenizer
+    from draftgen.generator.run import Runner, Settings
+    from draftgen.spec import load_job
+
+    job = load_job(job_path)
+    base = job_path.parent
+    with open_tokenizer(job, base, workers=0) as ctx:
+        def source(ds, skip, max_prompt):
+            return iter_samples(job, ds, base_dir=base, tokenizer_ctx=ctx, skip_ids=skip,
+                                max_prompt_tokens=max_prompt)
+
+        runner = Runner(job, Settings(servers=[url], output=output, live_progress=False,
+                                      **settings), source, ctx.tokenizer)
+        asyncio.run(runner.run())
+    return runner
+
+
+def expected_ids(job_path: Path, dataset: str) -> list[str]:
+    """Every sample id the input side makes of a dataset (what a run without budget holds)."""
+    from draftgen.generator.inputs import iter_samples, open_tokenizer
+    from draftgen.generator.samples import Sample
+    from draftgen.spec import load_job
+
+    job = load_job(job_path)
+    with open_tokenizer(job, job_path.parent, workers=0) as ctx:
+        return [s.id for s in iter_samples(job, job.spec.dataset(dataset),
+                                           base_dir=job_path.parent, tokenizer_ctx=ctx)
+                if isinstance(s, Sample)]
+
+
+def records(directory: Path) -> list[dict]:
+    out = []
+    for shard in sorted(directory.glob("shard-*.jsonl")):
+        out += [json.loads(line) for line in shard.read_text().splitlines()]
+    return out
+
+
+def rejects(directory: Path) -> list[dict]:
+    path = directory / "rejects.jsonl"
+    return [json.loads(l) for l in path.read_text().splitlines()] if path.exists() else []
+
+
+def cli(*args: str, **kwargs: Any) -> subprocess.Popen:
+    """`draftgen ...` as a subprocess of this test's venv."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "-m", "draftgen.cli", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
