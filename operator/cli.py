@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         clusterwide=not namespaces,
         namespaces=namespaces,
         standalone=settings.standalone,
-        peering_name=settings.peering_name,
+        # A named peering is mandatory for kopf (it waits for the peering CRD): not when alone.
+        peering_name=None if settings.standalone else settings.peering_name,
         liveness_endpoint=liveness,
     ))
     return 0

@@ -106,10 +106,9 @@ def test_unschedulable_server_is_reported_and_printer_columns_show_it(api, names
             conds = {c["type"]: c for c in status.get("conditions") or []}
             return conds.get("ServerReady", {}).get("reason") == "Unschedulable"
         _wait(unschedulable, "ServerReady reason Unschedulable", 300)
-        table = api.ApiClient().call_api(
-            f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{PLURAL}/{name}", "GET",
-            header_params={"Accept": "application/json;as=Table;g=meta.k8s.io;v=v1"},
-            response_type="object", _return_http_data_only=True)
+        table = custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, name,
+            _headers={"Accept": "application/json;as=Table;g=meta.k8s.io;v=v1"})
         columns = [c["name"] for c in table["columnDefinitions"]]
         assert {"Phase", "Progress", "ETA"} <= set(columns)
     finally:

@@ -37,6 +37,8 @@ RESOURCES = {
     "apps/v1/deployments": dict(kind="Deployment", namespaced=True,
                                 subresources={"status", "scale"}),
     "batch/v1/jobs": dict(kind="Job", namespaced=True, subresources={"status"}),
+    "apiextensions.k8s.io/v1/customresourcedefinitions": dict(
+        kind="CustomResourceDefinition", namespaced=False),
     "admissionregistration.k8s.io/v1/validatingwebhookconfigurations": dict(
         kind="ValidatingWebhookConfiguration", namespaced=False),
     "draftgen.io/v1alpha1/generationjobs": dict(
