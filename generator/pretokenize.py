@@ -19,6 +19,7 @@ ids route instead.
 from __future__ import annotations
 
 import multiprocessing
+from array import array
 import os
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -158,9 +159,21 @@ def _worker_init(settings: RenderSettings) -> None:
     _WORKER = Renderer(load_tokenizer(settings.location, settings.trust_remote_code), settings)
 
 
-def _render_batch(jobs: list[tuple[list[dict], list[dict] | None]]) -> list[Rendered]:
+def _render_batch(jobs: list[tuple[list[dict], list[dict] | None]]) -> list[tuple]:
+    """Renders in a worker; ids travel back packed as 4-byte integers (pickling a list of
+    thousands of Python ints costs more than the rendering saved by the pool)."""
     assert _WORKER is not None, "tokenizer worker not initialised"
-    return [_WORKER.render(messages, tools) for messages, tools in jobs]
+    out = []
+    for messages, tools in jobs:
+        r = _WORKER.render(messages, tools)
+        out.append((None if r.ids is None else array("I", r.ids).tobytes(), r.error, r.prefix_ok,
+                    r.missing_tools))
+    return out
+
+
+def _unpack(packed: tuple) -> Rendered:
+    ids, error, prefix_ok, missing = packed
+    return Rendered(None if ids is None else array("I", ids).tolist(), error, prefix_ok, missing)
 
 
 # ---------------------------------------------------------------------------------- context
@@ -239,7 +252,7 @@ class TokenizerContext:
                 self.waits += 1  # the consumer outran the workers
             if future is not None:
                 try:
-                    results = iter(future.result())
+                    results = map(_unpack, future.result())
                 except BrokenProcessPool as err:
                     raise TokenizerError(f"a tokenizer worker died ({err}); lower "
                                          "generator.tokenizerWorkers or give the generator more memory") from None

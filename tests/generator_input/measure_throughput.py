@@ -3,12 +3,16 @@ against bare `tokenizers` batch encoding of the same rendered strings. Not a tes
 
     .cache/venv/bin/python -m tests.generator_input.measure_throughput [N]
 
-(needs .cache/models/tiny-kimi; writes its data to a temporary directory)."""
+(needs .cache/models/tiny-kimi; writes its data to a temporary directory). On a shared machine
+wall-clock rates move with the load, so CPU milliseconds per prompt are printed as well (for the
+pool: the workers' CPU time without their start-up, measured on an idle pool)."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import resource
 import sys
 import tempfile
 import time
@@ -43,45 +47,53 @@ def rows(n: int) -> list[dict]:
     return out
 
 
+def cpu(who: int) -> float:
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
 def main(n: int) -> None:
-    demo = load_job(REPO / "examples" / "demo.yaml").spec.model.to_wire()
-    demo["weights"] = str(TINY_KIMI)
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    model = load_job(REPO / "examples" / "demo.yaml").spec.model.to_wire()
+    model["weights"] = str(TINY_KIMI)
     with tempfile.TemporaryDirectory() as tmp:
         data = rows(n)
         Path(tmp, "d.jsonl").write_text("\n".join(json.dumps(r) for r in data) + "\n")
+        job = parse_job({"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
+                         "metadata": {"name": "m"}, "spec": {
+                             "model": model, "datasets": [{"name": "d", "source": "d.jsonl", "format": "messages"}]}})
+        ds = job.spec.datasets[0]
+        # what an idle pool costs (process start, imports, tokenizer load), to subtract below
+        c0 = cpu(resource.RUSAGE_CHILDREN)
+        with open_tokenizer(job, Path(tmp), workers=2) as ctx:
+            [f.result() for f in [ctx._pool.submit(time.sleep, 0.5) for _ in range(2)]]
+        idle_pool = cpu(resource.RUSAGE_CHILDREN) - c0
         for workers in (2, 0):
-            job = parse_job({"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-                             "metadata": {"name": "m"}, "spec": {
-                                 "model": demo, "generator": {"tokenizerWorkers": max(workers, 1)},
-                                 "datasets": [{"name": "d", "source": "d.jsonl", "format": "messages"}]}})
+            c0, m0 = cpu(resource.RUSAGE_CHILDREN), cpu(resource.RUSAGE_SELF)
             with open_tokenizer(job, Path(tmp), workers=workers) as ctx:
-                if workers:  # warm the pool (process start and tokenizer load are one-off)
-                    list(ctx.render_stream([]))
-                    ctx._pool.submit(int).result()
+                if workers:  # start the workers before the clock runs
+                    [f.result() for f in [ctx._pool.submit(time.sleep, 0.5) for _ in range(2)]]
                 t = time.perf_counter()
-                items = list(iter_samples(job, job.spec.datasets[0], base_dir=Path(tmp), tokenizer_ctx=ctx))
+                items = list(iter_samples(job, ds, base_dir=Path(tmp), tokenizer_ctx=ctx))
                 dt = time.perf_counter() - t
-                got = [i for i in items if isinstance(i, Sample)]
-                tokens = sum(len(s.input_ids) for s in got)
-                print(f"iter_samples workers={workers}: {len(got)} prompts in {dt:.2f}s = "
-                      f"{len(got) / dt:,.0f} prompts/s, {tokens / dt:,.0f} tokens/s")
-            if workers == 0:
-                tok = ctx.tokenizer
-                t = time.perf_counter()
-                texts = [tok.apply_chat_template(r["messages"][:-0 or None], tools=r.get("tools"),
-                                                 add_generation_prompt=True, tokenize=False, thinking=True)
-                         for r in data]
-                render_dt = time.perf_counter() - t
-                from tokenizers import Tokenizer
+            used = cpu(resource.RUSAGE_SELF) - m0 + cpu(resource.RUSAGE_CHILDREN) - c0 - (idle_pool if workers else 0)
+            got = [i for i in items if isinstance(i, Sample)]
+            tokens = sum(len(s.input_ids) for s in got)
+            print(f"iter_samples, {workers or 'no'} worker processes: {len(got) / dt:,.0f} prompts/s, "
+                  f"{tokens / dt:,.0f} tokens/s ({tokens / len(got):,.0f} tokens/prompt), "
+                  f"{1000 * used / len(got):.2f} CPU ms/prompt")
+        tok = ctx.tokenizer
+        texts = [tok.apply_chat_template(r["messages"], tools=r.get("tools"), add_generation_prompt=True,
+                                         tokenize=False, thinking=True) for r in data]
+        from tokenizers import Tokenizer
 
-                bare = Tokenizer.from_file(str(TINY_KIMI / "tokenizer.json"))
-                t = time.perf_counter()
-                enc = bare.encode_batch(texts, add_special_tokens=False)
-                enc_dt = time.perf_counter() - t
-                assert [e.ids for e in enc] == [s.input_ids for s in got]
-                print(f"jinja render alone (1 process): {n / render_dt:,.0f} prompts/s")
-                print(f"bare tokenizers encode_batch of the rendered strings: {n / enc_dt:,.0f} prompts/s, "
-                      f"{sum(len(e.ids) for e in enc) / enc_dt:,.0f} tokens/s")
+        bare = Tokenizer.from_file(str(TINY_KIMI / "tokenizer.json"))
+        m0, t = cpu(resource.RUSAGE_SELF), time.perf_counter()
+        enc = bare.encode_batch(texts, add_special_tokens=False)
+        dt, used = time.perf_counter() - t, cpu(resource.RUSAGE_SELF) - m0
+        assert [e.ids for e in enc] == [s.input_ids for s in got]  # the same ids
+        print(f"bare tokenizers encode_batch of the same rendered strings: {n / dt:,.0f} prompts/s, "
+              f"{sum(len(e.ids) for e in enc) / dt:,.0f} tokens/s, {1000 * used / n:.2f} CPU ms/prompt")
 
 
 if __name__ == "__main__":
