@@ -125,9 +125,14 @@ class Reconciler:
         if spec is None:
             set_condition(status.conditions, "SpecValid", False, "InvalidSpec",
                           "; ".join(problems), gen, now)
+            status.observed_generation = gen
+            if status.phase in ("StartingServer", "Generating", "Suspended"):
+                # An edit broke a running job: keep running what was last accepted, say so.
+                status.message = (f"spec edit rejected, still running the last accepted spec: "
+                                  f"{problems[0]}")
+                return Outcome(status_to_wire(status))
             status.phase = "Failed"
             status.message = f"spec rejected: {problems[0]}"
-            status.observed_generation = gen
             return Outcome(status_to_wire(status))
         set_condition(status.conditions, "SpecValid", True, "Valid", "spec accepted", gen, now)
         status.warnings = spec.warnings()

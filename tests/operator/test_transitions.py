@@ -153,3 +153,28 @@ def test_generator_out_of_retries_fails_with_its_last_words(cluster: Cluster, op
     assert cond["reason"] == "GeneratorFailed"
     assert "<think> is split" in cond["message"] and "exited with code 3" in cond["message"]
     assert "output so far is kept" in cond["message"]
+
+
+def test_a_broken_edit_keeps_the_running_job_and_says_so(cluster: Cluster, operator) -> None:
+    cluster.apply(example_job(cluster.ns))
+    _start_generating(cluster)
+    cluster.edit_spec("kimi", {"server": {**cluster.job("kimi")["spec"]["server"],
+                                          "memFractionStatic": 1.5}})
+    wait_for(lambda: cluster.condition("kimi", "SpecValid")["status"] == "False",
+             "the edit rejected")
+    status = cluster.status("kimi")
+    assert status["phase"] == "Generating"
+    assert "still running the last accepted spec" in status["message"]
+    assert "memFractionStatic" in status["message"]
+    assert cluster.batch_job("kimi-generator") is not None
+    assert cluster.deployment("kimi-server-0")["spec"]["replicas"] == 1
+
+
+def test_ttl_deletes_a_finished_job_and_its_children(cluster: Cluster, operator) -> None:
+    cluster.apply(example_job(cluster.ns, ttlSecondsAfterFinished=0))
+    _start_generating(cluster)
+    cluster.finish_generator("kimi")
+    wait_for(lambda: cluster.job("kimi") is None, "the GenerationJob deleted by its TTL")
+    assert cluster.batch_job("kimi-generator") is None
+    assert cluster.configmap("kimi-generator") is None
+    assert cluster.deployment("kimi-server-0") is None
