@@ -21,6 +21,7 @@ from __future__ import annotations
 import multiprocessing
 from array import array
 import os
+import threading
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -202,6 +203,7 @@ class TokenizerContext:
         self.prefetch = max(2, 2 * workers)  # batches in flight per stream
         self.waits = 0  # times a stream waited on a worker: high means add tokenizer workers
         self._pool: ProcessPoolExecutor | None = None
+        self._inline_lock = threading.Lock()
         if workers > 0:
             self._pool = ProcessPoolExecutor(
                 max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
@@ -257,8 +259,9 @@ class TokenizerContext:
                     raise TokenizerError(f"a tokenizer worker died ({err}); lower "
                                          "generator.tokenizerWorkers or give the generator more memory") from None
             else:
-                results = iter([self.renderer.render(u.messages, u.tools)
-                                for u in batch if isinstance(u, RenderJob)])
+                with self._inline_lock:  # a fast tokenizer is not safe to share between threads
+                    results = iter([self.renderer.render(u.messages, u.tools)
+                                    for u in batch if isinstance(u, RenderJob)])
             for unit in batch:
                 yield unit, (next(results) if isinstance(unit, RenderJob) else None)
 
