@@ -161,6 +161,14 @@ def test_worker_pool_gives_the_same_items_in_the_same_order_and_streams(run_data
         pooled = list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx))
         assert pooled == inline and len(samples(pooled)) == 60
 
+        # datasets are read by one thread each, sharing the pool: each stream keeps its order
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(3) as threads:
+            runs = [threads.submit(lambda: list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path,
+                                                             tokenizer_ctx=ctx))) for _ in range(3)]
+            assert all(r.result() == inline for r in runs)
+
         pulled = 0
 
         def endless():  # an endless source: only a bounded window may be read ahead
