@@ -82,7 +82,9 @@ def _crash_reason(pod_name: str, count: int, last: dict[str, Any]) -> tuple[str,
     exit_code = last.get("exitCode")
     return ("ServerCrashLoop", (
         f"server pod {pod_name} restarted {count} times (last exit: {reason}, code "
-        f"{exit_code}); see `kubectl logs --previous {pod_name}`. Last log lines: {tail}"))
+        f"{exit_code}); see `kubectl logs --previous {pod_name}`. Killed while still loading "
+        "(exit 137/143, no error in the log)? Raise the operator's serverStartupSeconds. "
+        f"Last log lines: {tail}"))
 
 
 def ready_replicas(deployments: list[dict[str, Any]]) -> int:

@@ -237,6 +237,18 @@ class Reconciler:
     def _run(self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus,
              now: str) -> Outcome:
         gen = ref.generation
+        job_name = names.generator_name(ref.name)
+        job = self.kube.get("Job", ref.namespace, job_name)
+        document = render_generator.job_document(ref.name, ref.namespace, ref.spec,
+                                                 ref.body["metadata"].get("labels"))
+        digest = render_generator.config_hash(document)
+        if job is not None and not job["metadata"].get("deletionTimestamp") and \
+                (job["metadata"].get("annotations") or {}).get(names.CONFIG_HASH_ANNOTATION) \
+                == digest and observe.job_outcome(job)[0] != "running":
+            # The generator already ended with this spec: decide from it without bringing the
+            # server back (a restart, or a lost status write, after the teardown must not
+            # re-create or re-scale the GPU server).
+            return self._generator_ended(ref, spec, status, job, now)
         deployments = self._ensure_server(ref, spec)
         server_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "server"))
         health = observe.server_health(server_pods, self.settings.crash_loop_restarts)
@@ -248,8 +260,6 @@ class Reconciler:
             set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)
             return self._fail(ref, spec, status, reason, message, now)
 
-        job_name = names.generator_name(ref.name)
-        job = self.kube.get("Job", ref.namespace, job_name)
         if ready < spec.server.replicas and job is None:
             reason, message = health.waiting or (
                 "Starting", f"{ready}/{spec.server.replicas} server replicas ready; SGLang is "
@@ -269,9 +279,6 @@ class Reconciler:
                     status.server.max_total_num_tokens = kv
                     break
 
-        document = render_generator.job_document(ref.name, ref.namespace, ref.spec,
-                                                 ref.body["metadata"].get("labels"))
-        digest = render_generator.config_hash(document)
         self._ensure_config(ref, document, digest)
         if job is not None and job["metadata"].get("deletionTimestamp"):
             status.phase = "Generating"
@@ -301,6 +308,12 @@ class Reconciler:
                           status.message, gen, now)
             return Outcome(status_to_wire(status))
 
+        return self._generator_ended(ref, spec, status, job, now)
+
+    def _generator_ended(self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus,
+                         job: dict[str, Any], now: str) -> Outcome:
+        """Status from the generator Job (running, succeeded or failed) and its pods."""
+        gen = ref.generation
         outcome, detail = observe.job_outcome(job)
         gen_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "generator"))
         self._read_progress(spec, gen_pods, status)
