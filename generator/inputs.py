@@ -115,8 +115,10 @@ def iter_samples(job: GenerationJob, dataset: DatasetSpec, *, base_dir: Path,
                  max_prompt_tokens: int | None = None) -> Iterator[Sample | Reject]:
     """The dataset's samples and rejects, lazily, in selection order (see the module docstring).
 
-    `max_prompt_tokens` is the server's `max_req_input_len`: longer prompts become
-    `prompt_too_long` rejects. Raises `SourceError` when the source cannot be read at all.
+    `max_prompt_tokens` is the longest prompt the server accepts; longer prompts become
+    `prompt_too_long` rejects. SGLang refuses a prompt of `max_req_input_len` tokens or more
+    (`/get_server_info`), so pass `max_req_input_len - 1`. Raises `SourceError` when the source
+    cannot be read at all.
     """
     name = dataset.name
     prefix = job.spec.model.generation_prefix
