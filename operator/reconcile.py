@@ -192,8 +192,9 @@ class Reconciler:
         return Outcome(status_to_wire(status))
 
     def _fail(self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus,
-              reason: str, message: str, now: str) -> Outcome:
-        self._stop_generator(ref)
+              reason: str, message: str, now: str, *, stop_generator: bool = True) -> Outcome:
+        if stop_generator:
+            self._stop_generator(ref)
         if spec.shutdown_server_after_completion:
             self._scale_server(ref, 0)  # give the GPUs back; the objects stay for inspection
         status.phase = "Failed"
@@ -322,7 +323,11 @@ class Reconciler:
             message = (f"generator failed after {spec.generator.backoff_limit} retries: "
                        f"{detail or 'BackoffLimitExceeded'}" + (f"; {more}" if more else "")
                        + "; output so far is kept: fix the cause and edit the spec to resume")
-            return self._fail(ref, spec, status, "GeneratorFailed", message, now)
+            # The failed Job has no running pod: keep it, so its pods' logs stay readable and a
+            # restarted operator (or a lost status write) finds the same failure instead of
+            # starting a new generator.
+            return self._fail(ref, spec, status, "GeneratorFailed", message, now,
+                              stop_generator=False)
         if outcome == "succeeded":
             status.phase = "Succeeded"
             status.completion_time = status.completion_time or now
