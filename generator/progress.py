@@ -126,17 +126,26 @@ class Progress:
             self._display = None
 
     def _table(self, rate: float, eta: float | None, in_flight: int):
+        from rich.progress_bar import ProgressBar
         from rich.table import Table
 
-        table = Table(title=f"draftgen  {rate:,.0f} tok/s  in flight {in_flight}  ETA {_fmt_eta(eta)}")
-        for col in ("dataset", "budget", "done", "tok/s", "samples", "trunc", "rejects", "state"):
-            table.add_column(col, justify="left" if col in ("dataset", "budget", "state") else "right")
+        table = Table(title=f"draftgen  {rate:,.0f} tok/s  {in_flight} in flight  ETA {_fmt_eta(eta)}",
+                      expand=False)
+        for col in ("dataset", "progress", "", "tokens / budget", "tok/s", "ETA", "samples",
+                    "trunc", "rejects", "state"):
+            table.add_column(col, justify="left" if col in ("dataset", "tokens / budget", "state")
+                             else "right", no_wrap=True)
         for ledger in self.ledgers:
             frac = ledger.fraction_done()
+            ds_rate = self._rates[ledger.dataset].rate()
+            mean = ledger.completion_tokens / ledger.samples if ledger.samples else None
+            left = remaining_tokens(ledger, mean)
+            ds_eta = 0.0 if ledger.done else (left / ds_rate if left is not None and ds_rate > 0 else None)
             table.add_row(
-                ledger.dataset, _budget_text(ledger),
-                "-" if frac is None else f"{100 * frac:.1f}%",
-                f"{self._rates[ledger.dataset].rate():,.0f}", f"{ledger.samples:,}",
+                ledger.dataset,
+                ProgressBar(total=1.0, completed=1.0 if ledger.done else (frac or 0.0), width=20),
+                "-" if frac is None else f"{100 * frac:.0f}%",
+                _budget_text(ledger), f"{ds_rate:,.0f}", _fmt_eta(ds_eta), f"{ledger.samples:,}",
                 f"{100 * ledger.truncation_rate:.1f}%", f"{sum(ledger.rejects.values())}",
                 _state(ledger),
             )
