@@ -134,6 +134,9 @@ def iter_samples(job: GenerationJob, dataset: DatasetSpec, *, base_dir: Path,
         if rendered.error is not None or rendered.ids is None:
             yield Reject(name, p.source_index, p.id, "template_error", rendered.error or "no ids")
             continue
+        if not rendered.ids:
+            yield Reject(name, p.source_index, p.id, "empty_prompt", "the chat template rendered nothing")
+            continue
         strict_prefix = rendered_count < STRICT_TOOL_SAMPLES
         rendered_count += 1
         if not rendered.prefix_ok:
