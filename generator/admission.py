@@ -130,6 +130,20 @@ def budget_admits(*, budget: int | None, done: int, in_flight: Sequence[float],
     return mean + _Z * math.sqrt(var) <= remaining
 
 
+# Quantile of recent requests' speeds (tokens/s) used to estimate what those in flight produced.
+# Above the median on purpose: over-estimating progress predicts longer final lengths (admitting
+# less near the end), under-estimating it would predict them too short and overshoot.
+PROGRESS_SPEED_QUANTILE = 0.75
+
+
+def progress_speed(speeds: Sequence[float]) -> float:
+    """Tokens/s to multiply an in-flight request's elapsed time by (0 before 8 completions)."""
+    if len(speeds) < MIN_OBSERVATIONS:
+        return 0.0
+    ordered = sorted(speeds)
+    return ordered[min(len(ordered) - 1, int(PROGRESS_SPEED_QUANTILE * len(ordered)))]
+
+
 def samples_admit(*, max_samples: int | None, done: int, in_flight: int) -> bool:
     """A sample count is exact: never more requests than samples left."""
     return max_samples is None or done + in_flight < max_samples
