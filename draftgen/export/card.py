@@ -48,6 +48,15 @@ def histogram_text(histogram: dict[int, int]) -> str:
     return "\n".join(lines)
 
 
+def _sampling_text(ds) -> str:
+    if ds.sampling is None:
+        return "not recorded"
+    text = json.dumps(ds.sampling, sort_keys=True)
+    if ds.sampling_varying:
+        text += f" (varying per request: {', '.join(sorted(ds.sampling_varying))})"
+    return text
+
+
 def render(summary: ExportSummary, manifests: Manifests, options: ExportOptions,
            data_files: dict[str, str], export_format: str) -> str:
     """The card; `data_files` maps each split to its file pattern inside the export."""
@@ -108,8 +117,7 @@ def render(summary: ExportSummary, manifests: Manifests, options: ExportOptions,
         over = manifest.get("overshoot_completion_tokens")
         out.append(f"- **{name}**: budget {budget_text}"
                    + (f" (overshoot {over:,} completion tokens)" if over else "")
-                   + "; sampling " + ("; ".join(json.dumps(s, sort_keys=True) for s in ds.sampling)
-                                      or "not recorded"))
+                   + "; sampling " + _sampling_text(ds))
     out.append("")
 
     if export_format != "parquet":

@@ -68,8 +68,20 @@ class DatasetSummary:
     """Exported rows per split (repeated copies count each time)."""
     completion_histogram: Counter = field(default_factory=Counter)
     """Exported rows by completion length bucket (index into HISTOGRAM_EDGES)."""
-    sampling: list[dict[str, Any]] = field(default_factory=list)
-    """Distinct sampling parameters seen in the records' `meta.sampling`."""
+    sampling: dict[str, Any] | None = None
+    """Sampling parameters (`meta.sampling`) that every record of the dataset shares."""
+    sampling_varying: set[str] = field(default_factory=set)
+    """Sampling parameters that differ between records (e.g. the per-request `sampling_seed`)."""
+
+    def observe_sampling(self, sampling: dict[str, Any]) -> None:
+        if self.sampling is None:
+            self.sampling = {k: v for k, v in sampling.items() if k not in self.sampling_varying}
+            return
+        for key in set(self.sampling) | set(sampling):
+            if key in self.sampling and sampling.get(key, object()) == self.sampling[key]:
+                continue
+            self.sampling.pop(key, None)
+            self.sampling_varying.add(key)
 
     @property
     def truncation_rate(self) -> float:
@@ -164,8 +176,8 @@ def _eligible(directory: Path, options: ExportOptions, ds: DatasetSummary | None
             ds.completion_tokens += len(record["output_ids"])
             ds.finish_reasons[record["finish_reason"]] += 1
             sampling = (record.get("meta") or {}).get("sampling")
-            if sampling and sampling not in ds.sampling:
-                ds.sampling.append(sampling)
+            if isinstance(sampling, dict):
+                ds.observe_sampling(sampling)
             if truncated and not options.include_truncated:
                 ds.truncated_dropped += 1
         if truncated and not options.include_truncated:

@@ -133,3 +133,14 @@ def test_card_counts_match_draftgen_stats(output_dir, tmp_path, capsys):
         assert train + validation == st["samples"] - int(dropped)
         assert summary[name]["prompt_tokens"] == st["prompt_tokens"]
         assert summary[name]["completion_tokens"] == st["completion_tokens"]
+
+
+def test_card_shows_shared_sampling_and_names_per_request_ones(tmp_path):
+    records = synthetic_records("chat", 3)
+    for n, r in enumerate(records):
+        r["meta"]["sampling"] = {"temperature": 0.6, "top_p": 0.95, "sampling_seed": 1000 + n}
+    src = write_output(tmp_path / "run", {"chat": records})
+    _export(src, tmp_path / "pq")
+    card = (tmp_path / "pq" / "README.md").read_text()
+    assert ('sampling {"temperature": 0.6, "top_p": 0.95} '
+            "(varying per request: sampling_seed)") in card
