@@ -93,6 +93,7 @@ class _Server:
     in_flight_tokens: float = 0.0
     healthy: bool = True
     metrics_ok: bool = True
+    max_prompt: int | None = None
     _recovery: asyncio.Task | None = None
 
     def view(self, now: float) -> ServerView:
@@ -229,6 +230,7 @@ class Runner:
         self.datasets: list[_Dataset] = []
         self.max_prompt_tokens: int | None = None
         self._rates: deque[float] = deque(maxlen=256)
+        self._late_joiners: set[asyncio.Task] = set()
         self._wake = asyncio.Event()
         self._fatal: BaseException | None = None
         self._stopping = False
@@ -259,36 +261,66 @@ class Runner:
             self.datasets.append(ds)
 
     async def _check_servers(self) -> None:
-        try:
-            await asyncio.gather(*(s.client.wait_healthy(self.settings.health_timeout)
-                                   for s in self.servers))
-        except ServerUnavailable as err:
-            raise ServersDown(str(err)) from err
-        limits = []
+        """Start as soon as one server is healthy and checked; the others join when they are
+        (replicas come up at different times). No healthy server within the timeout: stop."""
+        pending = {asyncio.create_task(self._join(s)): s for s in self.servers}
         for server in self.servers:
-            info = await server.client.server_info()
-            kv = info.get("max_total_num_tokens")
-            if not kv:
-                states = info.get("internal_states") or [{}]
-                kv = states[0].get("max_total_num_tokens")
-            server.kv_tokens = int(kv or 1)
-            mr = info.get("max_running_requests")
-            states = info.get("internal_states") or []
-            if states and states[0].get("effective_max_running_requests_per_dp"):
-                mr = states[0]["effective_max_running_requests_per_dp"]
-            server.max_running = int(mr) if mr else None
-            if info.get("max_req_input_len"):
-                limits.append(int(info["max_req_input_len"]))
-            if info.get("skip_tokenizer_init"):
-                log.warning("%s runs with --skip-tokenizer-init: its tokenizer cannot be compared",
-                            server.client.url)
-            elif self.tokenizer is not None:
-                await check_server_tokenizer(server.client, self.tokenizer,
-                                             self.job.spec.model.special_tokens)
-            log.info("%s: KV pool %d tokens, max running requests %s, longest prompt %s",
-                     server.client.url, server.kv_tokens, server.max_running,
-                     info.get("max_req_input_len"))
+            server.healthy = False
+        error: BaseException | None = None
+        while pending:
+            done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                pending.pop(task)
+                if task.exception() is not None:
+                    error = task.exception()
+                    if isinstance(error, IntegrityError):
+                        for other in pending:
+                            other.cancel()
+                        raise error
+            if any(s.healthy for s in self.servers):
+                break
+        if not any(s.healthy for s in self.servers):
+            if isinstance(error, ServerUnavailable):
+                raise ServersDown(str(error)) from error
+            raise error or ServersDown("no server given")
+        self._late_joiners = set(pending)
+        for task in pending:
+            task.add_done_callback(self._late_join_done)
+        limits = [s.max_prompt for s in self.servers if s.healthy and s.max_prompt]
         self.max_prompt_tokens = min(limits) if limits else None
+
+    def _late_join_done(self, task: asyncio.Task) -> None:
+        if task.cancelled():
+            return
+        err = task.exception()
+        if isinstance(err, IntegrityError):
+            self._fatal = err
+            self._wake.set()
+        elif err is not None:
+            log.warning("going on without a server: %s", err)
+
+    async def _join(self, server: _Server) -> None:
+        """Wait for one server's health, read its capacity, compare its tokenizer with ours."""
+        await server.client.wait_healthy(self.settings.health_timeout)
+        info = await server.client.server_info()
+        kv = info.get("max_total_num_tokens")
+        states = info.get("internal_states") or [{}]
+        if not kv:
+            kv = states[0].get("max_total_num_tokens")
+        server.kv_tokens = int(kv or 1)
+        mr = states[0].get("effective_max_running_requests_per_dp") or info.get("max_running_requests")
+        server.max_running = int(mr) if mr else None
+        server.max_prompt = int(info["max_req_input_len"]) if info.get("max_req_input_len") else None
+        if info.get("skip_tokenizer_init"):
+            log.warning("%s runs with --skip-tokenizer-init: its tokenizer cannot be compared",
+                        server.client.url)
+        elif self.tokenizer is not None:
+            await check_server_tokenizer(server.client, self.tokenizer,
+                                         self.job.spec.model.special_tokens)
+        log.info("%s: KV pool %d tokens, max running requests %s, longest prompt %s",
+                 server.client.url, server.kv_tokens, server.max_running, server.max_prompt)
+        server.healthy = True
+        self._wake.set()
 
     # ---- the loop -------------------------------------------------------------------------
 
@@ -635,6 +667,8 @@ class Runner:
                 pass
 
     async def _shutdown(self) -> None:
+        for task in self._late_joiners:
+            task.cancel()
         flights = [(d, f) for d in self.datasets for f in d.flights.values()]
         if flights:
             for _, flight in flights:

@@ -144,3 +144,39 @@ def test_a_server_with_another_tokenizer_is_refused(tmp_path, sglang_server, rep
     assert proc.returncode == 3, log
     assert "different model or tokenizer" in log
     assert not list((tmp_path / "out").rglob("shard-*.jsonl"))
+
+
+def _closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_replicas_share_the_work_and_a_dead_one_is_left_out(tmp_path, tiny_kimi, sglang_server):
+    """Two URLs of the same server act as two replicas (both get requests); a third that never
+    answers does not hold the job up."""
+    write_jsonl(tmp_path / "p.jsonl", prompt_rows(16))
+    job = write_job(tmp_path, tiny_kimi, [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+                    sampling={"maxNewTokens": 4}, generator={"concurrency": {"mode": "fixed", "maxRequests": 3}})
+    other = sglang_server.url.replace("127.0.0.1", "localhost")
+    assert other != sglang_server.url
+    proc = cli("generate", "--job", str(job), "--server", sglang_server.url, "--server", other,
+               "--server", _closed_port_url(), "--health-timeout", "3",
+               "--output", str(tmp_path / "out"), "--progress", "log")
+    log, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 0, log
+    recs = records(tmp_path / "out" / "p")
+    assert len(recs) == 16
+    assert {r["meta"]["server"] for r in recs} == {sglang_server.url, other}
+
+
+def test_no_healthy_server_exits_4(tmp_path, tiny_kimi):
+    write_jsonl(tmp_path / "p.jsonl", prompt_rows(2))
+    job = write_job(tmp_path, tiny_kimi, [{"name": "p", "source": "p.jsonl", "format": "prompt"}])
+    proc = cli("generate", "--job", str(job), "--server", _closed_port_url(),
+               "--health-timeout", "1", "--output", str(tmp_path / "out"), "--progress", "log")
+    log, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 4, log
+    assert "did not become healthy" in log
