@@ -30,7 +30,8 @@ class PrometheusServer:
     """
 
     def __init__(self, workdir: Path, targets: dict[str, tuple[str, dict[str, str]]],
-                 rule_files: list[Path] = ()) -> None:
+                 rule_files: list[Path] = (),
+                 metric_relabel_configs: dict[str, list[dict]] | None = None) -> None:
         if PROMETHEUS is None:
             raise RuntimeError("prometheus is not installed: run `make system`")
         self.workdir = workdir
@@ -41,7 +42,8 @@ class PrometheusServer:
                        "scrape_timeout": "1s"},
             "rule_files": [str(p) for p in rule_files],
             "scrape_configs": [
-                {"job_name": job, "static_configs": [{"targets": [target], "labels": labels}]}
+                {"job_name": job, "static_configs": [{"targets": [target], "labels": labels}],
+                 "metric_relabel_configs": (metric_relabel_configs or {}).get(job, [])}
                 for job, (target, labels) in targets.items()
             ],
         }
@@ -53,7 +55,7 @@ class PrometheusServer:
         self._log = open(self.workdir / "prometheus.log", "wb")
         self._proc = subprocess.Popen(
             [PROMETHEUS, f"--config.file={self.workdir / 'prometheus.yml'}",
-             f"--storage.tsdb.path={self.workdir / 'data'}",
+             f"--storage.tsdb.path={self.workdir / 'tsdb'}",
              f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
             stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60

@@ -23,7 +23,8 @@ PANELS = DASHBOARD["panels"]
 SGLANG_METRICS = {
     "sglang:token_usage", "sglang:num_queue_reqs", "sglang:num_running_reqs",
     "sglang:gen_throughput", "sglang:generation_tokens_total", "sglang:num_requests_total",
-    "sglang:time_to_first_token_seconds", "sglang:inter_token_latency_seconds",
+    "sglang:time_to_first_token_seconds", "sglang:request_time_per_output_token_seconds",
+    "sglang:queue_time_seconds",
 }
 KUBE_STATE_METRICS = {"kube_pod_container_status_restarts_total",
                       "kube_pod_container_status_last_terminated_reason"}

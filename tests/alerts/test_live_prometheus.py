@@ -21,7 +21,6 @@ from .prometheus import PROMETHEUS, PrometheusServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = REPO / "charts" / "draftgen" / "files"
-MODEL = REPO / ".cache" / "models" / "tiny-kimi"
 NAMESPACE = "draftgen-live"
 
 pytestmark = [
@@ -37,32 +36,15 @@ MAY_BE_EMPTY = {
 }
 
 
-def _sglang_server(request):
-    """The shared session server when the suite provides one, else our own for this module."""
-    try:
-        return request.getfixturevalue("sglang_server"), None
-    except pytest.FixtureLookupError:
-        pass
-    sglang = pytest.importorskip("draftgen.testing.sglang",
-                                 reason="draftgen.testing.sglang (the real-server helper) is missing")
-    if not MODEL.exists():
-        pytest.skip(f"{MODEL} is missing: run `make models`")
-    server = sglang.SGLangServer(MODEL, max_total_tokens=4096)
-    server.__enter__()
-    return server, server
-
-
 @pytest.fixture(scope="module")
-def server(request):
-    srv, owned = _sglang_server(request)
-    yield srv
-    if owned is not None:
-        owned.__exit__(None, None, None)
+def server(sglang_server):
+    """The session's shared tiny-kimi SGLang server (tests/conftest.py)."""
+    return sglang_server
 
 
-def _job(tmp: Path) -> Path:
+def _job(tmp: Path, model: Path) -> Path:
     """A short job: two datasets with token budgets, one with two malformed rows (rejects),
-    a small maxNewTokens (some samples truncate), long enough for several scrapes."""
+    a small maxNewTokens (samples truncate), long enough for several 1-second scrapes."""
     data = tmp / "data"
     data.mkdir()
     shutil.copy(REPO / "examples" / "data" / "prompts.jsonl", data / "prompts.jsonl")
@@ -73,23 +55,38 @@ def _job(tmp: Path) -> Path:
         "apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
         "metadata": {"name": "live"},
         "spec": {
-            "model": {"weights": str(MODEL), "chatTemplateKwargs": {"thinking": True},
+            "model": {"weights": str(model), "chatTemplateKwargs": {"thinking": True},
                       "generationPrefix": "<think>"},
             "server": {"tensorParallelSize": 1},
-            "sampling": {"temperature": 1.0, "maxNewTokens": 48},
-            "generator": {"concurrency": {"mode": "fixed", "maxRequests": 4}},
+            "sampling": {"temperature": 1.0, "maxNewTokens": 24},
+            "generator": {"concurrency": {"mode": "fixed", "maxRequests": 6}},
             "output": {"path": "out"},
             "datasets": [
                 {"name": "chat", "source": "data/chat.jsonl", "format": "messages",
-                 "budget": {"completionTokens": 1200}},
+                 "budget": {"completionTokens": 150}},
                 {"name": "prompts", "source": "data/prompts.jsonl", "format": "prompt",
-                 "budget": {"completionTokens": 1200}},
+                 "budget": {"completionTokens": 150}},
             ],
         },
     }
     path = tmp / "job.yaml"
     path.write_text(yaml.safe_dump(job, sort_keys=False))
     return path
+
+
+def _chart_sglang_metric_relabelings() -> list[dict]:
+    """The SGLang PodMonitor's metricRelabelings as the chart renders them, in Prometheus's own
+    configuration spelling: the live scrape treats SGLang's names exactly as a cluster would."""
+    import helm_python as helm
+
+    with helm.Chart.load(FILES.parent) as chart:
+        manifests = chart.render({"monitoring": {"podMonitors": {"sglang": {"enabled": True}}}},
+                                 name="live", namespace=NAMESPACE)
+    monitor = next(d for d in yaml.safe_load_all(manifests["draftgen/templates/podmonitors.yaml"])
+                   if d and d["kind"] == "PodMonitor")
+    snake = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
+    return [{snake.get(k, k): v for k, v in rule.items()}
+            for rule in monitor["spec"]["podMetricsEndpoints"][0]["metricRelabelings"]]
 
 
 def _panel_targets() -> list[tuple[str, str, str]]:
@@ -99,7 +96,7 @@ def _panel_targets() -> list[tuple[str, str, str]]:
 
 
 @pytest.fixture(scope="module")
-def live_run(server, tmp_path_factory):
+def live_run(server, tiny_kimi, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("live-prometheus")
     url = urlparse(server.url)
     metrics_port = free_port()
@@ -109,11 +106,13 @@ def live_run(server, tmp_path_factory):
         "draftgen-generator": (f"127.0.0.1:{metrics_port}",
                                {"namespace": NAMESPACE, "pod": "live-generator-x"}),
     }
-    with PrometheusServer(tmp, targets, rule_files=[FILES / "alerts.yaml"]) as prom:
+    relabel = {"draftgen-sglang": _chart_sglang_metric_relabelings()}
+    with PrometheusServer(tmp, targets, rule_files=[FILES / "alerts.yaml"],
+                          metric_relabel_configs=relabel) as prom:
         start = time.time()
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
         result = subprocess.run(
-            [sys.executable, "-m", "draftgen.cli", "generate", "--job", str(_job(tmp)),
+            [sys.executable, "-m", "draftgen.cli", "generate", "--job", str(_job(tmp, tiny_kimi)),
              "--server", server.url, "--output", str(tmp / "out"),
              "--metrics-port", str(metrics_port), "--progress", "log"],
             capture_output=True, text=True, timeout=600, env=env, cwd=tmp)

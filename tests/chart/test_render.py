@@ -149,3 +149,18 @@ def test_chart_app_version_is_the_package_version(repo):
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     project = tomllib.loads((repo / "pyproject.toml").read_text())["project"]
     assert chart["appVersion"] == project["version"]
+
+
+def test_sglang_pod_monitor_keeps_sglang_metric_names(rendered):
+    """Prometheus 2.x asks for OpenMetrics 1.0 first, and SGLang's prometheus_client then
+    answers `sglang_token_usage`; the monitor renames them back to `sglang:token_usage`, the names
+    the alerts and the dashboard read (tests/alerts/test_live_prometheus.py shows it live)."""
+    import re
+
+    monitors = {m["metadata"]["name"]: m for m in of_kind(rendered["full"], "PodMonitor")}
+    (rule,) = monitors["drafts-sglang"]["spec"]["podMetricsEndpoints"][0]["metricRelabelings"]
+    assert rule["sourceLabels"] == ["__name__"] and rule["targetLabel"] == "__name__"
+    regex = re.compile(rf"^(?:{rule['regex']})$")
+    assert regex.sub(rule["replacement"].replace("$1", r"\1"), "sglang_token_usage") == "sglang:token_usage"
+    assert not regex.match("sglang:token_usage")
+    assert "metricRelabelings" not in monitors["drafts-generator"]["spec"]["podMetricsEndpoints"][0]
