@@ -101,7 +101,7 @@ def test_render_then_encode_gives_the_ids_of_apply_chat_template_tokenize(tmp_pa
             {"role": "user", "content": "What's <think> in text?"}]
     for directory in (kimi_like_dir, bos_dir):
         with open_tokenizer(make_job(directory, GLAIVE), tmp_path, workers=0) as ctx:
-            assert ctx.settings.route == "text"
+            assert ctx.settings.route == "text" and ctx.settings.backend_encode  # the fast path
             rendered = ctx.renderer.render(conv, [tool("get_weather")])
             tok = AutoTokenizer.from_pretrained(directory)
             direct = tok.apply_chat_template(conv, tools=[tool("get_weather")], add_generation_prompt=True,
