@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import logging
 import os
+import time
 
 from .settings import ENV_PREFIX
 
@@ -32,6 +33,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve kopf's liveness probe, e.g. http://0.0.0.0:8081/healthz")
     parser.add_argument("--metrics-port", type=int, help="the operator's own /metrics port")
     parser.add_argument("--verbose", action="store_true", help="debug logging")
+
+
+def peering_priority() -> int:
+    """This replica's kopf peering priority: distinct per replica, higher for older ones.
+
+    kopf pauses *every* operator that sees a live peer of the same priority, so kopf's default
+    (0 for all) would leave no replica working. Older replicas win, so a new pod (a rollout, a
+    rescheduled standby) waits instead of taking over; when the active one stops, the oldest
+    standby resumes once its keep-alive expires."""
+    return -(time.time_ns() // 1000)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         standalone=settings.standalone,
         # A named peering is mandatory for kopf (it waits for the peering CRD): not when alone.
         peering_name=None if settings.standalone else settings.peering_name,
+        priority=peering_priority(),
         liveness_endpoint=liveness,
     ))
     return 0
