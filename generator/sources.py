@@ -23,7 +23,10 @@ from typing import Any, Iterator
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 _PARQUET_BATCH = 256
-_ROW_GROUP_CACHE = 4  # decoded Parquet row groups kept for random access (shuffle)
+# Decoded Parquet row groups kept (as compact Arrow tables) for random access under shuffle. A
+# source whose decoded size fits is decoded once; a larger one re-reads row groups as the shuffled
+# order wanders (correct, slower: prefer JSONL or small row groups for huge shuffled sources).
+ROW_GROUP_CACHE_BYTES = 1 << 30
 
 
 class SourceError(ValueError):
@@ -152,7 +155,8 @@ class RowIndex:
         self.files = files
         self._file_of = array("I")  # per row: index into files
         self._where = array("q")    # per row: byte offset (JSONL) or (group << 32 | row) (Parquet)
-        self._groups: OrderedDict[tuple[int, int], list] = OrderedDict()
+        self._groups: OrderedDict[tuple[int, int], Any] = OrderedDict()  # Arrow tables
+        self._cached_bytes = 0
         self._parquet: dict[int, Any] = {}
         for f, path in enumerate(files):
             if _is_parquet(path):
@@ -177,20 +181,23 @@ class RowIndex:
         f, where = self._file_of[index], self._where[index]
         path = self.files[f]
         if _is_parquet(path):
-            return _parquet_row(index, self._parquet_group(f, where >> 32)[where & 0xFFFFFFFF])
+            table = self._parquet_group(f, where >> 32)
+            return _parquet_row(index, table.slice(where & 0xFFFFFFFF, 1).to_pylist()[0])
         with open(path, "rb") as fh:
             fh.seek(where)
             return decode_line(index, fh.readline(), first=where == 0)
 
-    def _parquet_group(self, f: int, group: int) -> list:
+    def _parquet_group(self, f: int, group: int) -> Any:
         key = (f, group)
         if key in self._groups:
             self._groups.move_to_end(key)
             return self._groups[key]
         if f not in self._parquet:
             self._parquet[f] = _parquet_file(self.files[f])
-        rows = self._parquet[f].read_row_group(group).to_pylist()
-        self._groups[key] = rows
-        while len(self._groups) > _ROW_GROUP_CACHE:
-            self._groups.popitem(last=False)
-        return rows
+        table = self._parquet[f].read_row_group(group)
+        self._groups[key] = table
+        self._cached_bytes += table.nbytes
+        while self._cached_bytes > ROW_GROUP_CACHE_BYTES and len(self._groups) > 1:
+            _, old = self._groups.popitem(last=False)
+            self._cached_bytes -= old.nbytes
+        return table

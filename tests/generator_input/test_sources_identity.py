@@ -44,7 +44,11 @@ def test_parquet_rows_and_jsonl_rows_get_the_same_keys(tmp_path):
     assert [row_key(r.data) for r in from_parquet] == [row_key(r.data) for r in from_jsonl]
 
 
-def test_row_index_reads_any_row_of_jsonl_and_parquet(tmp_path):
+@pytest.mark.parametrize("cache_bytes", [1, 1 << 30])  # evicting every group, or none
+def test_row_index_reads_any_row_of_jsonl_and_parquet(tmp_path, monkeypatch, cache_bytes):
+    import draftgen.generator.sources as sources
+
+    monkeypatch.setattr(sources, "ROW_GROUP_CACHE_BYTES", cache_bytes)
     pq.write_table(pa.Table.from_pylist([{"prompt": f"q{i}"} for i in range(5)]),
                    tmp_path / "b.parquet", row_group_size=2)
     write_jsonl(tmp_path / "a.jsonl", [{"prompt": f"j{i}"} for i in range(3)])
@@ -52,7 +56,7 @@ def test_row_index_reads_any_row_of_jsonl_and_parquet(tmp_path):
     index = RowIndex(files)
     assert len(index) == 8
     sequential = list(iter_rows(files))
-    for i in (7, 0, 4, 2, 3, 5):
+    for i in (7, 0, 4, 2, 3, 5, 6, 7):
         assert index.read(i) == sequential[i]
 
 
