@@ -93,3 +93,14 @@ def test_cli_refuses_bad_fraction_and_misplaced_flags(output_dir, tmp_path, caps
     assert main([*base, "--format", "parquet", "--out", str(output_dir / "x")]) == 1
     assert "inside the records directory" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_repeated_copies_stay_in_one_split(tmp_path):
+    root = write_output(tmp_path / "run", {"code": synthetic_records("code", 40)})
+    rows, _ = _rows(root, mix=parse_mix(["code=2.5"]), validation_fraction=0.5)
+    splits: dict[str, set[str]] = {}
+    for split, sample_id in rows:
+        splits.setdefault(sample_id, set()).add(split)
+    assert {len(s) for s in splits.values()} == {1}
+    assert {next(iter(s)) for s in splits.values()} == {"train", "validation"}
+    assert len(rows) > 2 * 40
