@@ -69,11 +69,18 @@ def test_turns_last_and_ids_stay_stable_across_runs(run_dataset):
     assert {s.id: s.input_ids for s in again} == {s.id: s.input_ids for s in first}
 
 
-def test_skip_ids_resume_drops_done_samples_without_rendering_them(run_dataset):
-    rows = [{"id": f"r{i}", "prompt": f"p{i}"} for i in range(5)]
-    items = run_dataset(rows, "prompt", skip_ids={"ds/r1/0", "ds/r3/0"})
+def test_skip_ids_resume_drops_done_samples_without_rendering_them(tmp_path, kimi_like_dir):
+    write_jsonl(tmp_path / "d.jsonl", [{"id": f"r{i}", "prompt": f"p{i}"} for i in range(5)])
+    job = make_job(kimi_like_dir, [{"name": "ds", "source": "d.jsonl", "format": "prompt"}])
+    with open_tokenizer(job, tmp_path, workers=0) as ctx:
+        rendered = []
+        render = ctx.renderer.render
+        ctx.renderer.render = lambda messages, tools: rendered.append(messages) or render(messages, tools)
+        items = list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx,
+                                  skip_ids={"ds/r1/0", "ds/r3/0"}))
     assert [s.id for s in samples(items)] == ["ds/r0/0", "ds/r2/0", "ds/r4/0"]
     assert [s.source_index for s in samples(items)] == [0, 2, 4]
+    assert [m[-1]["content"] for m in rendered] == ["p0", "p2", "p4"]
 
 
 def test_bad_rows_become_rejects_in_order_and_the_rest_go_on(run_dataset, tmp_path):
