@@ -91,6 +91,9 @@ def test_card_counts_match_the_manifests(output_dir, tmp_path):
     assert '"temperature": 1.0' in card and "completionTokens 1,000" in card
     summary = json.loads((out / "export-summary.json").read_text())
     assert summary["datasets"]["chat"]["splits"]["train"]["rows"] == 8
+    histogram = card.split("## Completion lengths")[1].split("```")[1].strip().splitlines()
+    assert sum(int(line.split()[1].replace(",", "")) for line in histogram) == 8 + 7
+    assert histogram[0].split()[0] == "0–15" and "#" in histogram[0]
 
 
 def test_an_existing_export_is_not_overwritten_unless_asked(output_dir, tmp_path, capsys):
