@@ -205,17 +205,21 @@ class Reconciler:
                       now)
         return Outcome(status_to_wire(status))
 
-    def _ensure_server(self, ref: JobRef, spec: GenerationJobSpec) -> list[dict[str, Any]]:
-        """Service and one Deployment per replica, running; returns the Deployments."""
+    def _ensure_server(self, ref: JobRef,
+                       spec: GenerationJobSpec) -> tuple[list[dict[str, Any]], bool]:
+        """Service and one Deployment per replica, running; returns the Deployments and
+        whether a server was created or rolled (its KV capacity must be read again)."""
         if self.kube.get("Service", ref.namespace, names.service_name(ref.name)) is None:
             self._create(render_server.service(spec, ref.name, ref.namespace), ref)
         wanted = render_server.deployments(spec, ref.name, ref.namespace, self.settings)
         wanted_names = {d["metadata"]["name"] for d in wanted}
         out = []
+        changed = False
         for want in wanted:
             have = self.kube.get("Deployment", ref.namespace, want["metadata"]["name"])
             if have is None:
                 out.append(self._create(want, ref))
+                changed = True
                 continue
             want_hash = want["metadata"]["annotations"][names.SERVER_HASH_ANNOTATION]
             have_hash = ((have["metadata"].get("annotations") or {})
@@ -226,6 +230,7 @@ class Reconciler:
                                        "spec", want["spec"])
                 have = self.kube.patch("Deployment", ref.namespace, want["metadata"]["name"], {
                     "metadata": {"annotations": {names.SERVER_HASH_ANNOTATION: want_hash}}})
+                changed = True
             elif int((have.get("spec") or {}).get("replicas") or 0) != 1:
                 have = self.kube.patch("Deployment", ref.namespace, want["metadata"]["name"],
                                        {"spec": {"replicas": 1}})
@@ -233,15 +238,15 @@ class Reconciler:
         for extra in self._server_objects(ref):
             if extra["metadata"]["name"] not in wanted_names:
                 self.kube.delete("Deployment", ref.namespace, extra["metadata"]["name"])
-        return out
+        return out, changed
 
     def _run(self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus,
              now: str) -> Outcome:
         gen = ref.generation
         job_name = names.generator_name(ref.name)
         job = self.kube.get("Job", ref.namespace, job_name)
-        document = render_generator.job_document(ref.name, ref.namespace, ref.spec,
-                                                 ref.body["metadata"].get("labels"))
+        # Name, namespace and spec only: a label edit must not restart the generator.
+        document = render_generator.job_document(ref.name, ref.namespace, ref.spec)
         digest = render_generator.config_hash(document)
         if job is not None and not job["metadata"].get("deletionTimestamp") and \
                 (job["metadata"].get("annotations") or {}).get(names.CONFIG_HASH_ANNOTATION) \
@@ -250,12 +255,13 @@ class Reconciler:
             # server back (a restart, or a lost status write, after the teardown must not
             # re-create or re-scale the GPU server).
             return self._generator_ended(ref, spec, status, job, now)
-        deployments = self._ensure_server(ref, spec)
+        deployments, changed = self._ensure_server(ref, spec)
         server_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "server"))
         health = observe.server_health(server_pods, self.settings.crash_loop_restarts)
         ready = observe.ready_replicas(deployments)
-        status.server = ServerStatus(ready_replicas=ready, restarts=health.restarts,
-                                     max_total_num_tokens=status.server.max_total_num_tokens)
+        status.server = ServerStatus(
+            ready_replicas=ready, restarts=health.restarts,
+            max_total_num_tokens=None if changed else status.server.max_total_num_tokens)
         if health.failure is not None:
             reason, message = health.failure
             set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)

@@ -170,7 +170,8 @@ def running_operator():
     """kopf running `draftgen.controller.handlers` in a thread, as `kopf run` would."""
     from kopf.testing import KopfRunner
 
-    with KopfRunner(["run", "--all-namespaces", "--standalone",
+    verbose = ["--verbose"] if os.environ.get("DRAFTGEN_TEST_KOPF_VERBOSE") else []
+    with KopfRunner(["run", "--all-namespaces", "--standalone", *verbose,
                      "-m", "draftgen.controller.handlers"]) as runner:
         yield runner
     assert runner.exception is None, runner.output[-4000:]
