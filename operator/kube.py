@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -57,13 +58,12 @@ def path(kind: str, namespace: str, name: str | None = None, subresource: str | 
 class Kube:
     """Synchronous client (kopf runs sync handlers in its thread pool)."""
 
-    def __init__(self, host: str, *, token_fn=None, verify: Any = True, cert: Any = None,
+    def __init__(self, host: str, *, token_fn=None, verify: Any = True,
                  timeout: float = 30.0, attempts: int = 4, backoff: float = 0.5) -> None:
         self._token_fn = token_fn
         self._attempts = attempts
         self._backoff = backoff
-        self._http = httpx.Client(base_url=host.rstrip("/"), verify=verify, cert=cert,
-                                  timeout=timeout)
+        self._http = httpx.Client(base_url=host.rstrip("/"), verify=verify, timeout=timeout)
 
     @classmethod
     def from_environment(cls) -> Kube:
@@ -79,12 +79,14 @@ class Kube:
                                     client_configuration=cfg)
 
         def token() -> str | None:
-            return cfg.get_api_key_with_prefix("authorization") or (
-                f"Bearer {cfg.api_key['BearerToken']}" if cfg.api_key.get("BearerToken") else None)
+            # The loaders store "Bearer <token>" under BearerToken (this call also refreshes
+            # expiring tokens: exec plugins, rotated service-account tokens).
+            value = cfg.get_api_key_with_prefix("BearerToken", alias="authorization")
+            if not value:
+                return None
+            return value if value.lower().startswith("bearer ") else f"Bearer {value}"
 
-        verify: Any = cfg.ssl_ca_cert or cfg.verify_ssl
-        cert = (cfg.cert_file, cfg.key_file) if cfg.cert_file else None
-        return cls(cfg.host, token_fn=token, verify=verify, cert=cert)
+        return cls(cfg.host, token_fn=token, verify=_tls_context(cfg))
 
     def close(self) -> None:
         self._http.close()
@@ -171,6 +173,16 @@ class Kube:
             if err.status == 404:
                 return False
             raise
+
+
+def _tls_context(cfg: Any) -> ssl.SSLContext | bool:
+    """The cluster CA and client certificate of a `kubernetes` Configuration, as httpx wants."""
+    if not cfg.verify_ssl:
+        return False
+    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
+    if cfg.cert_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
+    return ctx
 
 
 def _matches(obj: dict[str, Any], labels: dict[str, str]) -> bool:

@@ -102,3 +102,23 @@ def test_admission_refuses_what_the_status_would_report() -> None:
     problems = admission_problems(body, OperatorSettings())
     assert any(p.startswith("metadata.name") for p in problems)
     assert any("allowLossyKVCache" in p for p in problems)
+
+
+def test_api_client_sends_the_kubeconfig_token_once_prefixed(tmp_path, monkeypatch) -> None:
+    from draftgen.controller.kube import Kube
+
+    config = tmp_path / "config"
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://k8s.example:6443",
+                                               "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "s3cret"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    kube = Kube.from_environment()
+    try:
+        assert kube._token_fn() == "Bearer s3cret"
+        assert str(kube._http.base_url).startswith("https://k8s.example:6443")
+    finally:
+        kube.close()
