@@ -178,3 +178,22 @@ def test_ttl_deletes_a_finished_job_and_its_children(cluster: Cluster, operator)
     assert cluster.batch_job("kimi-generator") is None
     assert cluster.configmap("kimi-generator") is None
     assert cluster.deployment("kimi-server-0") is None
+
+
+def test_a_server_edit_rolls_the_same_deployment(cluster: Cluster, operator) -> None:
+    cluster.apply(example_job(cluster.ns))
+    _start_generating(cluster)
+    before = cluster.deployment("kimi-server-0")
+    server = {**cluster.job("kimi")["spec"]["server"], "memFractionStatic": 0.85}
+    cluster.edit_spec("kimi", {"server": server})
+
+    def rolled():
+        dep = cluster.deployment("kimi-server-0")
+        args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+        return args[args.index("--mem-fraction-static") + 1] == "0.85" and dep
+    dep = wait_for(rolled, "the pod template replaced")
+    assert dep["metadata"]["annotations"]["draftgen.io/server-hash"] != \
+        before["metadata"]["annotations"]["draftgen.io/server-hash"]
+    assert dep["metadata"]["uid"] == before["metadata"]["uid"]
+    assert dep["spec"]["strategy"] == {"type": "Recreate"}
+    assert cluster.emu.creates("deployments") == ["kimi-server-0"]
