@@ -94,6 +94,12 @@ def main(n: int) -> None:
         assert [e.ids for e in enc] == [s.input_ids for s in got]  # the same ids
         print(f"bare tokenizers encode_batch of the same rendered strings: {n / dt:,.0f} prompts/s, "
               f"{sum(len(e.ids) for e in enc) / dt:,.0f} tokens/s, {1000 * used / n:.2f} CPU ms/prompt")
+        m0, t = cpu(resource.RUSAGE_SELF), time.perf_counter()
+        for text in texts:
+            bare.encode(text, add_special_tokens=False)
+        dt, used = time.perf_counter() - t, cpu(resource.RUSAGE_SELF) - m0
+        print(f"bare tokenizers encode, one string at a time: {n / dt:,.0f} prompts/s, "
+              f"{1000 * used / n:.2f} CPU ms/prompt")
 
 
 if __name__ == "__main__":
