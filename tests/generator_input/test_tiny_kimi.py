@@ -42,7 +42,8 @@ def test_special_tokens_are_single_kimi_ids(demo):
 
 def test_glaive_tools_are_declared_in_input_ids_and_prompts_end_with_think(demo):
     job, base, ctx = demo
-    items = list(iter_samples(job, job.spec.dataset("tools"), base_dir=base, tokenizer_ctx=ctx))
+    glaive = next(ds for ds in job.spec.datasets if ds.format == "glaive")
+    items = list(iter_samples(job, glaive, base_dir=base, tokenizer_ctx=ctx))
     samples = [i for i in items if isinstance(i, Sample)]
     assert samples and not [i for i in items if isinstance(i, Reject)]
     with_tools = [s for s in samples if s.info["num_tools"]]
@@ -63,11 +64,12 @@ def test_glaive_tools_are_declared_in_input_ids_and_prompts_end_with_think(demo)
 
 def test_the_ids_are_what_apply_chat_template_gives(demo):
     job, base, ctx = demo
-    item = next(iter_samples(job, job.spec.dataset("chat"), base_dir=base, tokenizer_ctx=ctx))
+    chat = next(ds for ds in job.spec.datasets if ds.format == "messages" and ds.selection.mode == "sequential")
+    item = next(iter_samples(job, chat, base_dir=base, tokenizer_ctx=ctx))
     assert isinstance(item, Sample)
     import json
 
-    row = json.loads((base / "data" / "chat.jsonl").read_text().splitlines()[0])
+    row = json.loads((base / chat.source).read_text().splitlines()[0])
     tok = AutoTokenizer.from_pretrained(TINY_KIMI)
     expected = tok.apply_chat_template(row["messages"], add_generation_prompt=True, tokenize=True,
                                        return_dict=False, thinking=True)
