@@ -71,7 +71,10 @@ def test_the_ids_are_what_apply_chat_template_gives(demo):
 
     row = json.loads((base / chat.source).read_text().splitlines()[0])
     tok = AutoTokenizer.from_pretrained(TINY_KIMI)
-    expected = tok.apply_chat_template(row["messages"], add_generation_prompt=True, tokenize=True,
+    from draftgen.generator.identity import select_turns
+
+    [(_, prompt)] = select_turns(row["messages"], "last")
+    expected = tok.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True,
                                        return_dict=False, thinking=True)
     assert item.input_ids == list(expected)
     assert expected[-1] == 163606
