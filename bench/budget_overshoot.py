@@ -29,6 +29,8 @@ SCENARIOS = {
     "chat (mean ~400, cap 4k)": (2_000_000, 4096, lambda r: int(r.lognormvariate(5.8, 0.7))),
     "truncating (30% hit the cap 2k)": (1_000_000, 2048,
                                         lambda r: 2048 if r.random() < 0.3 else int(r.uniform(50, 2000))),
+    "tiny demo (budget 1.5k, cap 256)": (1500, 256,
+                                         lambda r: 256 if r.random() < 0.06 else int(r.lognormvariate(3.4, 0.6))),
 }
 
 

@@ -22,6 +22,10 @@ from statistics import NormalDist
 MIN_OBSERVATIONS = 8
 # Lengths remembered per dataset for the empirical distribution.
 WINDOW = 4096
+# The prior (one generation as long as maxNewTokens) stays in the predictions with this weight in
+# observations: a rare long tail (truncated generations) the first few dozen samples did not show
+# still counts, and fades as data accumulates.
+PRIOR_WEIGHT = 1.0
 # Chance that the budget holds everything admitted (while other requests are in flight).
 CONFIDENCE = 0.9
 _Z = NormalDist().inv_cdf(CONFIDENCE)
@@ -75,8 +79,10 @@ class LengthModel:
         n = len(self._sorted) - i
         if n == 0:  # longer than anything seen: halfway to the limit
             return produced + (self.max_new_tokens - produced) / 2, 0.0
-        mean = s1[i] / n
-        return mean, max(0.0, s2[i] / n - mean * mean)
+        top = float(self.max_new_tokens)
+        w = PRIOR_WEIGHT
+        mean = (s1[i] + w * top) / (n + w)
+        return mean, max(0.0, (s2[i] + w * top * top) / (n + w) - mean * mean)
 
     def mean(self) -> float:
         return self.moments_above(0.0)[0]
@@ -122,11 +128,16 @@ def budget_admits(*, budget: int | None, done: int, in_flight: Sequence[float],
         # Nothing running: without data, try (nothing says it will not fit); with data, go on
         # while one more sample is at least as likely to fit as not.
         return not model.informed or model.chance_within(remaining) >= 0.5
-    mean, var = model.moments_above(0.0)
-    for produced in in_flight:
-        m, v = model.moments_above(produced)
-        mean += m
-        var += v
+    moments = [model.moments_above(produced) for produced in in_flight]
+    new_mean, new_var = model.moments_above(0.0)
+    if model.informed:
+        # The first lengths a dataset sees are its short ones (long requests are still running):
+        # count the in-flight requests at their conditional means, so the next request is not
+        # predicted from the short ones alone.
+        new_mean = ((new_mean * model.count + sum(m for m, _ in moments))
+                    / (model.count + len(moments)))
+    mean = new_mean + sum(m for m, _ in moments)
+    var = new_var + sum(v for _, v in moments)
     return mean + _Z * math.sqrt(var) <= remaining
 
 
