@@ -174,7 +174,22 @@ _WORKER: Renderer | None = None
 
 def _worker_init(settings: RenderSettings) -> None:
     global _WORKER
+    _watch_parent(os.getppid())
     _WORKER = Renderer(load_tokenizer(settings.location, settings.trust_remote_code), settings)
+
+
+def _watch_parent(parent: int, interval: float = 0.5) -> None:
+    """Exit when the generator is gone: a SIGKILLed (or OOM-killed) parent cannot shut the pool
+    down, and an idle worker would wait on its queue forever, holding a tokenizer in memory."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _render_batch(jobs: list[tuple[list[dict], list[dict] | None]]) -> list[tuple]:
