@@ -154,11 +154,15 @@ class Kube:
         return self._request("PATCH", path(kind, namespace, name, subresource), json=patch,
                              content_type="application/merge-patch+json")
 
-    def replace_data(self, kind: str, namespace: str, name: str, field: str,
-                     value: Any) -> dict[str, Any]:
-        """Set one top-level field wholesale (a merge patch would merge nested maps)."""
-        return self._request("PATCH", path(kind, namespace, name),
-                             json=[{"op": "add", "path": f"/{field}", "value": value}],
+    def replace(self, kind: str, namespace: str, name: str, field: str, value: Any,
+                annotations: dict[str, str] | None = None) -> dict[str, Any]:
+        """Set one top-level field wholesale (a merge patch would merge nested maps) and some
+        annotations, in one atomic JSON patch."""
+        ops = [{"op": "add", "path": f"/{field}", "value": value}]
+        for key, val in (annotations or {}).items():
+            ops.append({"op": "add", "path": "/metadata/annotations/" +
+                        key.replace("~", "~0").replace("/", "~1"), "value": val})
+        return self._request("PATCH", path(kind, namespace, name), json=ops,
                              content_type="application/json-patch+json")
 
     def delete(self, kind: str, namespace: str, name: str,

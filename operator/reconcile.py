@@ -139,7 +139,8 @@ class Reconciler:
         if status.phase == "Failed" and status.message.startswith("spec rejected"):
             status.phase, status.message = "Pending", ""
 
-        finished = self._finished_at_this_generation(status, gen)
+        finished = self._finished_at_this_generation(status, gen) or \
+            self._succeeded_with_this_document(ref, status, gen, now)
         if finished:
             return self._finished(ref, spec, status, now)
         if status.phase in TERMINAL:
@@ -161,6 +162,24 @@ class Reconciler:
         cond = get_condition(status.conditions, "Complete" if status.phase == "Succeeded"
                              else "Failed")
         return cond is not None and cond.observed_generation == gen
+
+    def _succeeded_with_this_document(self, ref: JobRef, status: GenerationJobStatus,
+                                      gen: int | None, now: str) -> bool:
+        """After success, an edit that changes nothing the generator acts on (a TTL, suspend,
+        shutdownServerAfterCompletion) must not start the server again."""
+        if status.phase != "Succeeded":
+            return False
+        job = self.kube.get("Job", ref.namespace, names.generator_name(ref.name))
+        document = render_generator.job_document(ref.name, ref.namespace, ref.spec)
+        ran = ((job or {}).get("metadata", {}).get("annotations") or {}).get(
+            names.CONFIG_HASH_ANNOTATION)
+        if ran != render_generator.config_hash(document):
+            return False
+        complete = get_condition(status.conditions, "Complete")
+        set_condition(status.conditions, "Complete", True, "AllDatasetsDone",
+                      complete.message if complete else "every dataset is done", gen, now)
+        status.observed_generation = gen
+        return True
 
     def _finished(self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus,
                   now: str) -> Outcome:
@@ -226,10 +245,9 @@ class Reconciler:
                          .get(names.SERVER_HASH_ANNOTATION))
             if have_hash != want_hash:
                 # The server's own spec changed: roll it (Recreate). Budgets never get here.
-                self.kube.replace_data("Deployment", ref.namespace, want["metadata"]["name"],
-                                       "spec", want["spec"])
-                have = self.kube.patch("Deployment", ref.namespace, want["metadata"]["name"], {
-                    "metadata": {"annotations": {names.SERVER_HASH_ANNOTATION: want_hash}}})
+                have = self.kube.replace("Deployment", ref.namespace, want["metadata"]["name"],
+                                         "spec", want["spec"],
+                                         {names.SERVER_HASH_ANNOTATION: want_hash})
                 changed = True
             elif int((have.get("spec") or {}).get("replicas") or 0) != 1:
                 have = self.kube.patch("Deployment", ref.namespace, want["metadata"]["name"],
@@ -357,10 +375,9 @@ class Reconciler:
         if have is None:
             self._create(render_generator.config_map(ref.name, ref.namespace, document), ref)
         elif (have.get("data") or {}).get(render_generator.CONFIG_KEY) != document:
-            self.kube.replace_data("ConfigMap", ref.namespace, name, "data",
-                                   {render_generator.CONFIG_KEY: document})
-            self.kube.patch("ConfigMap", ref.namespace, name, {
-                "metadata": {"annotations": {names.CONFIG_HASH_ANNOTATION: digest}}})
+            self.kube.replace("ConfigMap", ref.namespace, name, "data",
+                              {render_generator.CONFIG_KEY: document},
+                              {names.CONFIG_HASH_ANNOTATION: digest})
 
     def _read_progress(self, spec: GenerationJobSpec, pods: list[dict[str, Any]],
                        status: GenerationJobStatus) -> None:

@@ -37,12 +37,3 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
     state.set_reconciler(Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, owner)))
     serve(ours.metrics_port)
     logger.info("draftgen operator configured: poll every %ss", ours.poll_interval_seconds)
-
-
-@kopf.on.cleanup()
-def close(**_: Any) -> None:
-    try:
-        state.reconciler().kube.close()
-    except RuntimeError:
-        pass
-    state.set_reconciler(None)

@@ -9,6 +9,7 @@ root filesystem is read-only too (`/tmp` is an explicit emptyDir).
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import yaml
@@ -31,8 +32,16 @@ def job_document(name: str, namespace: str, spec: dict[str, Any],
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
 
 
+# Spec fields that steer the operator, not the generator: editing them never restarts it.
+RUNTIME_ONLY_FIELDS = ("suspend", "ttlSecondsAfterFinished", "shutdownServerAfterCompletion")
+
+
 def config_hash(document: str) -> str:
-    return hashlib.sha256(document.encode()).hexdigest()[:16]
+    """Hash of what the generator acts on: the document without the operator-only fields."""
+    doc = yaml.safe_load(document)
+    spec = {k: v for k, v in (doc.get("spec") or {}).items() if k not in RUNTIME_ONLY_FIELDS}
+    canonical = json.dumps({**doc, "spec": spec}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def config_map(job: str, namespace: str, document: str) -> dict[str, Any]:

@@ -197,3 +197,21 @@ def test_a_server_edit_rolls_the_same_deployment(cluster: Cluster, operator) -> 
     assert dep["metadata"]["uid"] == before["metadata"]["uid"]
     assert dep["spec"]["strategy"] == {"type": "Recreate"}
     assert cluster.emu.creates("deployments") == ["kimi-server-0"]
+
+
+def test_operator_only_edits_never_restart_generator_or_server(cluster: Cluster, operator) -> None:
+    cluster.apply(example_job(cluster.ns))
+    _start_generating(cluster)
+    # While running: a TTL edit rewrites nothing the generator acts on.
+    cluster.edit_spec("kimi", {"ttlSecondsAfterFinished": 86400})
+    wait_for(lambda: cluster.status("kimi").get("observedGeneration") == 2, "the edit observed")
+    cluster.finish_generator("kimi")
+    cluster.wait_phase("kimi", "Succeeded")
+    wait_for(lambda: cluster.deployment("kimi-server-0") is None, "the server torn down")
+    # After success: keeping the server next time is no reason to start it again now.
+    cluster.edit_spec("kimi", {"shutdownServerAfterCompletion": False})
+    wait_for(lambda: cluster.status("kimi").get("observedGeneration") == 3, "the edit observed")
+    assert cluster.status("kimi")["phase"] == "Succeeded"
+    assert cluster.deployment("kimi-server-0") is None
+    assert cluster.emu.creates("jobs") == ["kimi-generator"]
+    assert cluster.emu.creates("deployments") == ["kimi-server-0"]
