@@ -212,3 +212,25 @@ def test_docs_show_the_manifests_the_code_renders() -> None:
     assert result.returncode == 0, result.stderr
     doc = (REPO / "docs" / "operator.md").read_text()
     assert "--hicache-size\n        - '48'" in doc
+
+
+def test_generator_command_line_is_what_draftgen_generate_parses() -> None:
+    import argparse
+
+    from draftgen.generator import cli as generate_cli
+
+    job = _render(_variants()["kimi-two-replicas"])["Job/kimi-k25-eagle3-generator"]
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["draftgen"] and container["args"][0] == "generate"
+    parser = argparse.ArgumentParser()
+    generate_cli.add_arguments(parser)
+    args = parser.parse_args(container["args"][1:])
+    assert str(args.job) == "/etc/draftgen/job.yaml"
+    assert args.servers == [f"http://kimi-k25-eagle3-server-{i}.kimi-k25-eagle3-server"
+                            f".drafters.svc:30000" for i in (0, 1)]
+    assert str(args.output) == "/output/kimi-k2.5/eagle3-v1"
+    assert str(args.inputs) == "/data"
+    assert args.metrics_port == 9400
+    # The job file is where the ConfigMap is mounted.
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["job"] + "/job.yaml" == str(args.job)
