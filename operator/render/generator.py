@@ -176,8 +176,11 @@ def job(spec: GenerationJobSpec, job_name: str, namespace: str, endpoints: list[
                     "automountServiceAccountToken": False,
                     "securityContext": {
                         "runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid,
-                        # The output claim becomes writable for the generator's group.
+                        # The output claim becomes writable for the generator's group; the
+                        # kubelet re-owns it only if its root does not match (not every file on
+                        # every retry).
                         "fsGroup": uid,
+                        "fsGroupChangePolicy": "OnRootMismatch",
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
                     "containers": [container],

@@ -154,8 +154,10 @@ def pod_template(spec: GenerationJobSpec, job: str, replica: int,
     }
     pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
     if settings.run_as_user:
+        # No fsGroup: the model volume is read-only and emptyDirs are world-writable, so the
+        # kubelet never has to walk (chown) hundreds of GB of weights at pod start.
         pod_security.update(runAsNonRoot=True, runAsUser=settings.run_as_user,
-                            runAsGroup=settings.run_as_user, fsGroup=settings.run_as_user)
+                            runAsGroup=settings.run_as_user)
     pod_spec: dict[str, Any] = {
         "hostname": names.server_name(job, replica),
         "subdomain": names.service_name(job),
