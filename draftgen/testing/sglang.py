@@ -1,0 +1,426 @@
+"""Start and stop a real SGLang server on the CPU, for tests, the demo and benchmarks.
+
+The server runs from the virtual environment that ``scripts/setup_sglang.sh`` creates
+(``$DRAFTGEN_CACHE/venv-sglang``, default ``.cache/venv-sglang`` at the repository root), with
+the CPU flags from the project's SGLang notes, on a tiny model built by
+``scripts/build_test_models.py``::
+
+    with SGLangServer(".cache/models/tiny-kimi", max_total_tokens=4096) as server:
+        httpx.post(server.url + "/generate", json={...})
+
+    server.kill()       # SIGKILL the whole process group (fault tests)
+    server.restart()    # same port
+
+Command line (used by ``make demo``); runs until Ctrl-C::
+
+    python -m draftgen.testing.sglang serve --model .cache/models/tiny-kimi --port 30000 \
+        --max-total-tokens 4096
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import deque
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+__all__ = [
+    "SGLangServer",
+    "SGLangServerError",
+    "cache_dir",
+    "free_port",
+    "sglang_python",
+    "repo_root",
+]
+
+DEFAULT_MAX_TOTAL_TOKENS = 4096
+DEFAULT_STARTUP_TIMEOUT = 300.0
+DEFAULT_STOP_GRACE = 20.0
+
+# CPU flags (see shared/notes/sglang.md): plain-torch attention and sampling, no CUDA graphs,
+# metrics on, and an idle scheduler that sleeps instead of spinning a core.
+CPU_FLAGS = (
+    "--device",
+    "cpu",
+    "--attention-backend",
+    "torch_native",
+    "--sampling-backend",
+    "pytorch",
+    "--cuda-graph-backend-decode=disabled",
+    "--cuda-graph-backend-prefill=disabled",
+    "--enable-metrics",
+    "--sleep-on-idle",
+)
+
+
+class SGLangServerError(RuntimeError):
+    """The server could not be started (the message includes the tail of its log)."""
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def cache_dir() -> Path:
+    """``$DRAFTGEN_CACHE`` or ``<repo>/.cache``."""
+    env = os.environ.get("DRAFTGEN_CACHE")
+    return Path(env).resolve() if env else repo_root() / ".cache"
+
+
+def sglang_python() -> Path:
+    """The interpreter of the SGLang venv (``$DRAFTGEN_SGLANG_PYTHON`` overrides)."""
+    env = os.environ.get("DRAFTGEN_SGLANG_PYTHON")
+    return Path(env) if env else cache_dir() / "venv-sglang" / "bin" / "python"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: Path | None, lines: int = 40) -> str:
+    if path is None or not path.exists():
+        return "(no log)"
+    with open(path, "rb") as f:
+        try:
+            f.seek(-256 * 1024, os.SEEK_END)
+        except OSError:
+            f.seek(0)
+        data = f.read().decode("utf-8", "replace")
+    return "\n".join(deque(data.splitlines(), maxlen=lines))
+
+
+class SGLangServer:
+    """A ``python -m sglang.launch_server`` process group on the CPU.
+
+    ``port=None`` picks a free port at the first start and keeps it for restarts. The log
+    (stdout and stderr of every start, appended) goes to ``log_path`` (default
+    ``<cache>/logs/sglang-<port>.log``).
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike,
+        port: int | None = None,
+        max_total_tokens: int | None = DEFAULT_MAX_TOTAL_TOKENS,
+        extra_args: Sequence[str] = (),
+        log_path: str | os.PathLike | None = None,
+        *,
+        host: str = "127.0.0.1",
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        stop_grace: float = DEFAULT_STOP_GRACE,
+        env: Mapping[str, str] | None = None,
+        python: str | os.PathLike | None = None,
+    ) -> None:
+        self.model_path = Path(model_path).resolve()
+        self.host = host
+        self.port = port
+        self.max_total_tokens = max_total_tokens
+        self.extra_args = tuple(extra_args)
+        self.log_path = Path(log_path).resolve() if log_path else None
+        self.startup_timeout = startup_timeout
+        self.stop_grace = stop_grace
+        self.env = dict(env or {})
+        self.python = Path(python) if python else sglang_python()
+        self.proc: subprocess.Popen | None = None
+        self.startup_seconds: float | None = None
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise SGLangServerError("server has no port yet: call start()")
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def command(self) -> list[str]:
+        cmd = [
+            str(self.python),
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            str(self.model_path),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            *CPU_FLAGS,
+        ]
+        if self.max_total_tokens is not None:
+            cmd += ["--max-total-tokens", str(int(self.max_total_tokens))]
+        return cmd + list(self.extra_args)
+
+    def environment(self) -> dict[str, str]:
+        cache = cache_dir()
+        env = dict(os.environ)
+        env.update(
+            {
+                "SGLANG_USE_CPU_ENGINE": "1",
+                "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1",
+                "HF_HOME": str(cache / "hf"),
+                "XDG_CACHE_HOME": str(cache / "xdg"),
+                "TRITON_CACHE_DIR": str(cache / "triton"),
+                "TORCHINDUCTOR_CACHE_DIR": str(cache / "torchinductor"),
+                "OUTLINES_CACHE_DIR": str(cache / "outlines"),
+                # the repo root has packages named like stdlib modules (operator/)
+                "PYTHONSAFEPATH": "1",
+                "PYTHONUNBUFFERED": "1",
+                "TOKENIZERS_PARALLELISM": "false",
+            }
+        )
+        for var in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
+            env.pop(var, None)
+        env.update(self.env)
+        return env
+
+    def start(self, wait: bool = True) -> "SGLangServer":
+        """Launch the server (on the same port as before, if it ran before) and, with
+        ``wait``, block until ``/health_generate`` answers 200."""
+        if self.is_running():
+            raise SGLangServerError(f"server already running (pid {self.pid}) at {self.url}")
+        if not self.python.exists():
+            raise SGLangServerError(
+                f"{self.python} is missing: run `make sglang` (scripts/setup_sglang.sh)"
+            )
+        if not (self.model_path / "config.json").exists():
+            raise SGLangServerError(
+                f"{self.model_path} has no config.json: run `make models` "
+                "(scripts/build_test_models.py)"
+            )
+        if self.port is None:
+            self.port = free_port(self.host)
+        if self.log_path is None:
+            self.log_path = cache_dir() / "logs" / f"sglang-{self.port}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        workdir = cache_dir()
+        workdir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            log.write(f"\n==== {stamp} start: {' '.join(self.command())}\n".encode())
+            log.flush()
+            self._t_start = time.monotonic()
+            self.proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=str(workdir),
+                env=self.environment(),
+                start_new_session=True,  # its own process group: stop() signals all of it
+            )
+        if wait:
+            self.wait_healthy()
+        return self
+
+    def wait_healthy(self, timeout: float | None = None) -> None:
+        """Poll ``/health_generate`` until it answers 200; on timeout or exit, stop the server
+        and raise ``SGLangServerError`` with the tail of its log."""
+        timeout = self.startup_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc is None or self.proc.poll() is not None:
+                code = None if self.proc is None else self.proc.returncode
+                self._reap_group()
+                raise SGLangServerError(
+                    f"SGLang server exited during startup (exit code {code}); "
+                    f"log {self.log_path}:\n{_tail(self.log_path)}"
+                )
+            if self.healthy(timeout=5.0, generate=True):
+                self.startup_seconds = time.monotonic() - self._t_start
+                return
+            if time.monotonic() > deadline:
+                self.stop()
+                raise SGLangServerError(
+                    f"SGLang server not healthy after {timeout:.0f}s at {self.url}; "
+                    f"log {self.log_path}:\n{_tail(self.log_path)}"
+                )
+            time.sleep(0.5)
+
+    def healthy(self, timeout: float = 5.0, generate: bool = True) -> bool:
+        path = "/health_generate" if generate else "/health"
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=timeout) as resp:
+                return resp.status == 200
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    def is_running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, grace: float | None = None) -> None:
+        """SIGTERM to the process group; SIGKILL what is left after ``grace`` seconds."""
+        if self.proc is None:
+            return
+        grace = self.stop_grace if grace is None else grace
+        self._signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None and not self._group_alive():
+                break
+            time.sleep(0.1)
+        self._reap_group()
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group at once (a crash, for fault tests)."""
+        if self.proc is None:
+            return
+        self._reap_group()
+
+    def restart(self, wait: bool = True) -> "SGLangServer":
+        """Stop (if running) and start again on the same port."""
+        self.stop()
+        # the old listening socket can linger for a moment after a SIGKILL
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not _port_free(self.host, self.port):
+            time.sleep(0.2)
+        return self.start(wait=wait)
+
+    def get_json(self, path: str, timeout: float = 10.0) -> dict:
+        with urllib.request.urlopen(self.url + path, timeout=timeout) as resp:
+            return json.loads(resp.read())
+
+    def post_json(self, path: str, body: dict, timeout: float = 300.0) -> dict:
+        req = urllib.request.Request(
+            self.url + path,
+            data=json.dumps(body).encode(),
+            headers={"content-type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read())
+
+    def __enter__(self) -> "SGLangServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running() else "stopped"
+        port = self.port if self.port is not None else "?"
+        return f"<SGLangServer {self.model_path.name} {self.host}:{port} {state}>"
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _signal_group(self, sig: int) -> None:
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, sig)  # pgid == pid (start_new_session)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _group_alive(self) -> bool:
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+
+    def _reap_group(self) -> None:
+        """SIGKILL whatever is left of the group and wait for the main process."""
+        if self.proc is None:
+            return
+        self._signal_group(signal.SIGKILL)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        deadline = time.monotonic() + 10
+        while self._group_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def _port_free(host: str, port: int | None) -> bool:
+    if port is None:
+        return True
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
+# -- command line ------------------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace, extra: Iterable[str]) -> int:
+    server = SGLangServer(
+        args.model,
+        port=args.port,
+        max_total_tokens=args.max_total_tokens,
+        extra_args=tuple(extra),
+        log_path=args.log,
+        host=args.host,
+        startup_timeout=args.startup_timeout,
+    )
+
+    def _term(signum, frame):  # turn SIGTERM into the same clean stop as Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _term)
+    print(f"starting SGLang on {args.host}:{server.port or '(free port)'} "
+          f"(log: {args.log or 'under ' + str(cache_dir() / 'logs')})", flush=True)
+    try:
+        server.start()
+        print(f"SGLang ready at {server.url} after {server.startup_seconds:.1f}s "
+              f"(model {server.model_path}); Ctrl-C to stop", flush=True)
+        while server.is_running():
+            time.sleep(1.0)
+        print(f"SGLang exited with code {server.proc.returncode}; log {server.log_path}:\n"
+              f"{_tail(server.log_path, 20)}", file=sys.stderr)
+        return 1
+    except SGLangServerError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("stopping SGLang", flush=True)
+        return 0
+    finally:
+        server.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m draftgen.testing.sglang")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sp = sub.add_parser("serve", help="run a CPU SGLang server until Ctrl-C "
+                        "(arguments after -- go to sglang.launch_server)")
+    sp.add_argument("--model", required=True, help="model directory")
+    sp.add_argument("--port", type=int, default=None, help="default: a free port")
+    sp.add_argument("--host", default="127.0.0.1")
+    sp.add_argument("--max-total-tokens", type=int, default=DEFAULT_MAX_TOTAL_TOKENS)
+    sp.add_argument("--log", default=None, help="server log file")
+    sp.add_argument("--startup-timeout", type=float, default=DEFAULT_STARTUP_TIMEOUT)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    args = ap.parse_args(argv)
+    if args.cmd == "serve":
+        return _serve(args, extra)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

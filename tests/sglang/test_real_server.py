@@ -1,0 +1,85 @@
+"""A real SGLang server on the CPU (tiny-kimi): the native /generate contract draftgen relies on."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+pytestmark = pytest.mark.sglang
+
+MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Get the current weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "description": "Name of the city"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
+def _post(url: str, body: dict) -> dict:
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=300) as resp:
+        return json.loads(resp.read())
+
+
+def _get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        return resp.read()
+
+
+@pytest.fixture(scope="module")
+def prompt_ids(tiny_kimi):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_kimi))
+    ids = tok.apply_chat_template(
+        MESSAGES, tools=TOOLS, add_generation_prompt=True, tokenize=True,
+        return_dict=False, thinking=True,
+    )
+    assert ids[-1] == 163606  # <think>
+    return list(ids)
+
+
+def test_generate_input_ids_greedy_is_deterministic(sglang_server, prompt_ids):
+    body = {
+        "input_ids": prompt_ids,
+        "sampling_params": {
+            "max_new_tokens": 24,
+            "temperature": 0,
+            "skip_special_tokens": False,
+            "no_stop_trim": True,
+        },
+    }
+    first = _post(sglang_server.url + "/generate", body)
+    second = _post(sglang_server.url + "/generate", body)
+    assert first["output_ids"], first
+    assert all(isinstance(i, int) for i in first["output_ids"])
+    assert first["meta_info"]["prompt_tokens"] == len(prompt_ids)
+    assert first["meta_info"]["completion_tokens"] == len(first["output_ids"])
+    assert first["meta_info"]["finish_reason"]["type"] in ("length", "stop")
+    assert second["output_ids"] == first["output_ids"]
+
+
+def test_server_info_reports_kv_capacity(sglang_server):
+    info = json.loads(_get(sglang_server.url + "/get_server_info"))
+    want = getattr(sglang_server, "max_total_tokens", None)
+    if want is None:
+        pytest.skip("external server: --max-total-tokens unknown")
+    assert info["max_total_num_tokens"] == want
+
+
+def test_metrics_expose_token_usage(sglang_server):
+    text = _get(sglang_server.url + "/metrics").decode()
+    assert "sglang:token_usage" in text
