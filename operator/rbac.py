@@ -11,7 +11,7 @@ RULES: list[dict[str, list[str]]] = [
     {"apiGroups": ["draftgen.io"], "resources": ["generationjobs"],
      "verbs": ["get", "list", "watch", "patch", "update", "delete"]},
     {"apiGroups": ["draftgen.io"], "resources": ["generationjobs/status"],
-     "verbs": ["get", "patch", "update"]},
+     "verbs": ["patch", "update"]},
     # The server: a Deployment per replica (created, scaled, rolled, torn down) and a headless
     # Service.
     {"apiGroups": ["apps"], "resources": ["deployments"],
@@ -21,8 +21,8 @@ RULES: list[dict[str, list[str]]] = [
     {"apiGroups": [""], "resources": ["configmaps"],
      "verbs": ["get", "create", "patch", "delete"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "delete"]},
-    # Pods are only read: restarts, OOM kills, scheduling, and addresses for metrics.
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+    # Pods are only listed (by label): restarts, OOM kills, scheduling, addresses for metrics.
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
     # kopf posts Kubernetes events about handler outcomes.
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
     # kopf's peering (leader election between operator replicas), both API groups it knows.
