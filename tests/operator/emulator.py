@@ -71,6 +71,16 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
                                                 message=str(err)) from None
         return await super()._handle(request)
 
+    async def _serve_list(self, request: kmock.Request):  # type: ignore[override]
+        result = await super()._serve_list(request)
+        selector = dict(request.params).get("labelSelector")
+        if selector:
+            terms = dict(term.split("=", 1) for term in selector.split(",") if "=" in term)
+            result["items"] = [o for o in result["items"] if all(
+                ((o.get("metadata") or {}).get("labels") or {}).get(k) == v
+                for k, v in terms.items())]
+        return result
+
     def _stamp(self, request: kmock.Request) -> None:
         data = request.data
         if request.action == kmock.action.CREATE and isinstance(data, dict):

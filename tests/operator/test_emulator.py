@@ -1,0 +1,41 @@
+"""The emulator harness behaves like an API server where kopf and the operator depend on it
+(a harness that silently did not would make every other test here meaningless)."""
+
+from __future__ import annotations
+
+from conftest import APPS, Cluster
+
+
+def _deployment(name: str, labels: dict) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "drafters", "labels": labels},
+            "spec": {"replicas": 1}}
+
+
+def test_versions_generations_conflicts_and_selectors(cluster: Cluster) -> None:
+    emu = cluster.emu
+    made = emu.create(APPS, "deployments", "drafters", _deployment("a", {"x": "1"}))
+    emu.create(APPS, "deployments", "drafters", _deployment("b", {"x": "2"}))
+    meta = made["metadata"]
+    assert meta["uid"] and meta["creationTimestamp"] and meta["generation"] == 1
+    rv = meta["resourceVersion"]
+
+    after_status = emu.patch(APPS, "deployments", "drafters", "a",
+                             {"status": {"readyReplicas": 1}}, subresource="status")
+    assert after_status["metadata"]["resourceVersion"] != rv
+    assert after_status["metadata"]["generation"] == 1          # status: no new generation
+    after_spec = emu.patch(APPS, "deployments", "drafters", "a", {"spec": {"replicas": 0}})
+    assert after_spec["metadata"]["generation"] == 2
+
+    # A JSON patch testing a stale resourceVersion is refused with 422, as kopf expects.
+    rsp = emu.http.patch(f"{APPS}/namespaces/drafters/deployments/a",
+                         json=[{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+                               {"op": "replace", "path": "/spec/replicas", "value": 3}],
+                         headers={"Content-Type": "application/json-patch+json"})
+    assert rsp.status_code == 422
+    assert cluster.deployment("a")["spec"]["replicas"] == 0
+
+    listed = emu.http.get(f"{APPS}/namespaces/drafters/deployments",
+                          params={"labelSelector": "x=2"}).json()["items"]
+    assert [o["metadata"]["name"] for o in listed] == ["b"]
+    assert emu.creates("deployments") == ["a", "b"]
