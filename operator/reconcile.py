@@ -24,6 +24,7 @@ from draftgen.spec import GenerationJobSpec, GenerationJobStatus, ServerStatus
 from . import names, observe, progress
 from .conditions import drop_condition, get_condition, now_rfc3339, parse_time, set_condition
 from .kube import Kube
+from .plan import plan_figures
 from .render import generator as render_generator
 from .render import server as render_server
 from .settings import OperatorSettings
@@ -362,6 +363,7 @@ class Reconciler:
             set_condition(status.conditions, "Generating", False, "Completed", status.message,
                           gen, now)
             return self._finished(ref, spec, status, now)
+        status.plan = plan_figures(ref.name, ref.namespace, spec, status) or status.plan
         status.phase = "Generating"
         status.start_time = status.start_time or now
         status.message = "generating"

@@ -122,3 +122,22 @@ def test_api_client_sends_the_kubeconfig_token_once_prefixed(tmp_path, monkeypat
         assert str(kube._http.base_url).startswith("https://k8s.example:6443")
     finally:
         kube.close()
+
+
+def test_plan_figures_from_the_observed_kv_pool_and_progress() -> None:
+    from draftgen.controller.plan import plan_figures
+    from draftgen.spec import DatasetProgress, GenerationJobStatus, ServerStatus, load_job
+
+    job = load_job(REPO / "examples" / "kimi-k2.5.yaml")
+    status = GenerationJobStatus()
+    assert plan_figures("kimi", "ns", job.spec, status) is None   # no server figure yet
+    status.server = ServerStatus(max_total_num_tokens=159_277)
+    fresh = plan_figures("kimi", "ns", job.spec, status)
+    assert fresh.kv_capacity_tokens == 159_277
+    assert fresh.concurrent_decodes and fresh.throughput_ceiling_tokens_per_second
+    # Half the work done at the measured rate: a shorter ETA than from scratch.
+    status.datasets = [DatasetProgress(name=d.name, completion_tokens=5_000_000)
+                       for d in job.spec.datasets]
+    status.throughput_tokens_per_second = 930.0
+    live = plan_figures("kimi", "ns", job.spec, status)
+    assert live.eta_seconds < fresh.eta_seconds

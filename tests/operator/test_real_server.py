@@ -34,3 +34,7 @@ def test_status_shows_the_servers_kv_pool(sglang_server, cluster: Cluster, opera
     status = wait_for(lambda: (s := cluster.status("kimi")).get("server", {}).get(
         "maxTotalNumTokens") and s, "the KV capacity in status", timeout=60)
     assert status["server"]["maxTotalNumTokens"] == expected
+    # The planner's figures follow from the observed pool once the generator runs.
+    status = wait_for(lambda: (s := cluster.status("kimi")).get("plan") and s,
+                      "status.plan from the observed KV pool", timeout=60)
+    assert status["plan"]["kvCapacityTokens"] == expected
