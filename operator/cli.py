@@ -2,6 +2,7 @@
 
     draftgen operator --all-namespaces --liveness http://0.0.0.0:8081/healthz
     draftgen operator --namespace drafters --standalone
+    draftgen operator --render examples/kimi-k2.5.yaml     # what it would create, then exit
 
 Every option can also come from `DRAFTGEN_OPERATOR_*` env vars (operator/settings.py); options
 given here win. With explicit `--namespace` names kopf's namespace scanning is disabled, so the
@@ -33,6 +34,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve kopf's liveness probe, e.g. http://0.0.0.0:8081/healthz")
     parser.add_argument("--metrics-port", type=int, help="the operator's own /metrics port")
     parser.add_argument("--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--render", metavar="JOB.yaml",
+                        help="print the objects the operator would create for this "
+                             "GenerationJob (with the operator's settings) and exit")
+
+
+def render(path: str) -> int:
+    """Print every object the operator would create for a job file, or why it would refuse."""
+    import sys
+
+    import yaml
+
+    from draftgen.spec import SpecError, load_job
+
+    from .render import render_all
+    from .settings import OperatorSettings
+    from .validate import check
+
+    try:
+        job = load_job(path)
+    except SpecError as err:
+        print(err, file=sys.stderr)
+        return 1
+    with open(path, encoding="utf-8") as f:  # the spec exactly as written: unset stays unset
+        spec = next(d for d in yaml.safe_load_all(f)
+                    if isinstance(d, dict) and d.get("kind") == "GenerationJob")["spec"]
+    settings = OperatorSettings.from_env()
+    _, problems = check(job.metadata.name, spec, settings)
+    if problems:
+        print("the operator would reject this job:\n" + "\n".join(f"  - {p}" for p in problems),
+              file=sys.stderr)
+        return 1
+    objs = render_all(job.metadata.name, job.metadata.namespace or "default", spec, settings)
+    print(yaml.safe_dump_all(objs, sort_keys=False, width=100), end="")
+    return 0
 
 
 def peering_priority() -> int:
@@ -46,6 +81,8 @@ def peering_priority() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.render:
+        return render(args.render)
     # Options become settings before the handlers module reads them at import.
     if args.standalone:
         os.environ[ENV_PREFIX + "STANDALONE"] = "1"

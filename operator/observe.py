@@ -42,27 +42,46 @@ def server_health(pods: list[dict[str, Any]], crash_loop_restarts: int) -> Serve
     waiting = None
     for pod in pods:
         pod_name = pod["metadata"]["name"]
-        status = pod.get("status") or {}
-        for cond in status.get("conditions") or []:
-            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-                waiting = ("Unschedulable", f"server pod {pod_name} cannot be scheduled: "
-                           f"{cond.get('message', '')} (check GPU capacity, "
-                           "server.nodeSelector and server.tolerations)")
+        waiting = pod_stuck(pod, names.SERVER_CONTAINER, "server",
+                            "GPU capacity, server.nodeSelector, server.tolerations and the "
+                            "model claim") or waiting
         cs = _container(pod, names.SERVER_CONTAINER)
         if cs is None:
             continue
         count = int(cs.get("restartCount") or 0)
         restarts += count
-        state_waiting = (cs.get("state") or {}).get("waiting") or {}
-        if state_waiting.get("reason") in _IMAGE_ERRORS:
-            waiting = ("ImagePullError", f"server pod {pod_name}: {state_waiting.get('reason')}: "
-                       f"{state_waiting.get('message', '')} (check server.image)")
         last = (cs.get("lastState") or {}).get("terminated") or \
             (cs.get("state") or {}).get("terminated") or {}
         if count < crash_loop_restarts:
             continue
         failure = _crash_reason(pod_name, count, last)
     return ServerHealth(restarts=restarts, failure=failure, waiting=waiting)
+
+
+def pod_stuck(pod: dict[str, Any], container: str, role: str,
+              scheduling_hint: str) -> tuple[str, str] | None:
+    """(reason, message) for a pod that cannot be scheduled or whose image cannot be pulled."""
+    pod_name = pod["metadata"]["name"]
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return ("Unschedulable", f"{role} pod {pod_name} cannot be scheduled: "
+                    f"{cond.get('message', '')} (check {scheduling_hint})")
+    cs = _container(pod, container) or {}
+    state_waiting = (cs.get("state") or {}).get("waiting") or {}
+    if state_waiting.get("reason") in _IMAGE_ERRORS:
+        return ("ImagePullError", f"{role} pod {pod_name}: {state_waiting.get('reason')}: "
+                f"{state_waiting.get('message', '')} (check {role}.image)")
+    return None
+
+
+def generator_stuck(pods: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """Why the generator is not running yet, if a person has to act on it."""
+    for pod in pods:
+        stuck = pod_stuck(pod, names.GENERATOR_CONTAINER, "generator",
+                          "the output and inputs claims and generator.resources")
+        if stuck is not None:
+            return ("Generator" + stuck[0], stuck[1])
+    return None
 
 
 def _crash_reason(pod_name: str, count: int, last: dict[str, Any]) -> tuple[str, str]:

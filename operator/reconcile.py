@@ -366,6 +366,11 @@ class Reconciler:
         status.plan = plan_figures(ref.name, ref.namespace, spec, status) or status.plan
         status.phase = "Generating"
         status.start_time = status.start_time or now
+        stuck = observe.generator_stuck(gen_pods)
+        if stuck is not None:
+            status.message = stuck[1]
+            set_condition(status.conditions, "Generating", False, stuck[0], stuck[1], gen, now)
+            return Outcome(status_to_wire(status))
         status.message = "generating"
         set_condition(status.conditions, "Generating", True, "GeneratorRunning",
                       "the generator is running", gen, now)

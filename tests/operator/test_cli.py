@@ -33,3 +33,20 @@ def test_operator_command_serves_liveness_and_metrics_and_handles_jobs(cluster: 
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out[-3000:]
+
+
+def test_render_prints_what_the_operator_would_create_or_why_not(tmp_path) -> None:
+    from conftest import REPO
+
+    ok = subprocess.run([sys.executable, "-m", "draftgen.cli", "operator", "--render",
+                         str(REPO / "examples" / "kimi-k2.5.yaml")],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    import yaml
+    kinds = [d["kind"] for d in yaml.safe_load_all(ok.stdout)]
+    assert kinds == ["Service", "Deployment", "ConfigMap", "Job"]
+    refused = subprocess.run([sys.executable, "-m", "draftgen.cli", "operator", "--render",
+                              str(REPO / "examples" / "demo.yaml")],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1
+    assert "spec.output.claimName: required in a cluster" in refused.stderr

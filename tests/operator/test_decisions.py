@@ -141,3 +141,19 @@ def test_plan_figures_from_the_observed_kv_pool_and_progress() -> None:
     status.throughput_tokens_per_second = 930.0
     live = plan_figures("kimi", "ns", job.spec, status)
     assert live.eta_seconds < fresh.eta_seconds
+
+
+def test_a_generator_that_cannot_start_says_why() -> None:
+    from draftgen.controller.observe import generator_stuck
+
+    pull = {"metadata": {"name": "g"}, "status": {"containerStatuses": [{
+        "name": "generator", "state": {"waiting": {"reason": "ErrImagePull",
+                                                   "message": "not found"}}}]}}
+    reason, message = generator_stuck([pull])
+    assert reason == "GeneratorImagePullError" and "generator.image" in message
+    pending = {"metadata": {"name": "g"}, "status": {"conditions": [{
+        "type": "PodScheduled", "status": "False",
+        "message": 'persistentvolumeclaim "drafter-data" not found'}]}}
+    reason, message = generator_stuck([pending])
+    assert reason == "GeneratorUnschedulable" and "drafter-data" in message
+    assert generator_stuck([{"metadata": {"name": "g"}, "status": {"phase": "Running"}}]) is None
