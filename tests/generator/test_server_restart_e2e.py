@@ -1,0 +1,44 @@
+"""Surviving the server: SGLang is killed in the middle of a run and started again; the generator
+waits for its health, retries the same requests, and ends with every sample exactly once."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+from gen_helpers import cli, expected_ids, prompt_rows, records, write_job, write_jsonl
+
+pytestmark = pytest.mark.sglang
+
+
+def test_server_killed_and_restarted_mid_run(tmp_path, tiny_kimi, sglang_server):
+    if not hasattr(sglang_server, "restart"):
+        pytest.skip("needs a server this session started (not DRAFTGEN_TEST_SGLANG_URL)")
+    write_jsonl(tmp_path / "p.jsonl", prompt_rows(24))
+    job = write_job(tmp_path, tiny_kimi, [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+                    sampling={"maxNewTokens": 6},
+                    generator={"concurrency": {"mode": "fixed", "maxRequests": 4}, "retries": 3})
+    out = tmp_path / "out"
+    proc = cli("generate", "--job", str(job), "--server", sglang_server.url, "--output", str(out),
+               "--progress", "log")
+    try:
+        deadline = time.monotonic() + 120
+        while not any(p.stat().st_size for p in out.glob("p/shard-*.jsonl")):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        sglang_server.kill()  # a crash with requests in flight
+        time.sleep(2)
+        sglang_server.restart()
+        log, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, log
+    ids = [r["id"] for r in records(out / "p")]
+    assert Counter(ids).most_common(1)[0][1] == 1
+    assert set(ids) == set(expected_ids(job, "p"))  # nothing lost, nothing rejected
+    assert not (out / "p" / "rejects.jsonl").exists()
+    assert "healthy again" in log
+    assert max(r["meta"]["attempts"] for r in records(out / "p")) >= 2
