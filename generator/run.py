@@ -257,6 +257,14 @@ class Runner:
                 log.info("%s: resuming with %d samples, %d completion tokens already written%s",
                          spec.name, state.ledger.samples, state.ledger.completion_tokens,
                          f" (dropped a torn line of {state.torn_bytes} bytes)" if state.torn_bytes else "")
+            b = spec.budget
+            if state.ledger.samples and not state.ledger.budget_met and not (
+                    budget_admits(budget=b.completion_tokens, done=state.ledger.completion_tokens,
+                                  in_flight=[], in_flight_known=0, new_known=0, model=ds.model)
+                    and budget_admits(budget=b.total_tokens, done=state.ledger.total_tokens,
+                                      in_flight=[], in_flight_known=0, new_known=0,
+                                      model=ds.model)):
+                state.ledger.closed = True  # the same rule that closed it before: no server needed
             self.metrics.start_from(state.ledger)
             self.datasets.append(ds)
 
