@@ -629,6 +629,8 @@ class Runner:
 
     async def run(self) -> dict[str, Ledger]:
         self._loop = asyncio.get_running_loop()
+        for server in self.servers:
+            self._update_server_gauges(server)
         self._resume()
         self.progress = Progress([d.ledger for d in self.datasets],
                                  live=self.settings.live_progress)
