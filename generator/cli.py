@@ -72,6 +72,23 @@ def run(args: argparse.Namespace) -> int:
     for warning in job.spec.warnings():
         log.warning("%s", warning)
     base_dir = (args.inputs or args.job.parent).resolve()
+    if args.inputs is not None:
+        # In a cluster (`--inputs` is the inputs volume) sources must stay on that volume: an
+        # absolute path or a symlink leading elsewhere would read the container's own files.
+        from .inputs import dataset_files
+        from .sources import SourceError as _SourceError
+
+        for dataset in job.spec.datasets:
+            try:
+                files = dataset_files(dataset, base_dir)
+            except _SourceError:
+                continue  # reported with its fix when the dataset is read
+            outside = [f for f in files if not f.resolve().is_relative_to(base_dir)]
+            if outside:
+                print(f"spec.datasets[{dataset.name}].source: {outside[0]} is outside the inputs "
+                      f"volume {base_dir}; name a file on that volume (no absolute paths or "
+                      "symlinks leading elsewhere)", file=sys.stderr)
+                return 2
     output = args.output if args.output is not None else Path(job.spec.output.path)
     settings = Settings(servers=args.servers, output=output, metrics_port=args.metrics_port,
                         live_progress=live, health_timeout=args.health_timeout)
