@@ -301,3 +301,37 @@ def test_paths_that_leave_their_volume_are_refused(field, value):
     with pytest.raises(SpecError) as err:
         parse_job(job)
     assert value in str(err.value) or field in str(err.value)
+
+
+def _confinement_job(tmp_path: Path, source: str) -> Path:
+    from .gen_run import write_job
+
+    return write_job(tmp_path / "jobdir", tmp_path / "no-model", [
+        {"name": "d", "source": source, "format": "prompt"}])
+
+
+@pytest.mark.parametrize("how", ["absolute", "symlink", "symlinked-dir"])
+def test_sources_may_not_leave_the_inputs_volume_at_run_time(tmp_path, how):
+    """`--inputs` (what the operator passes in a cluster) confines every source file to that
+    volume, also through symlinks; the generator refuses to start (exit 2) naming the dataset."""
+    import subprocess
+
+    inputs, secret = tmp_path / "inputs", tmp_path / "elsewhere"
+    inputs.mkdir()
+    secret.mkdir()
+    (secret / "private.jsonl").write_text('{"prompt": "the container\'s own files"}\n')
+    (tmp_path / "jobdir").mkdir()
+    source = {"absolute": str(secret / "private.jsonl"), "symlink": "link.jsonl",
+              "symlinked-dir": "linked"}[how]
+    if how == "symlink":
+        (inputs / "link.jsonl").symlink_to(secret / "private.jsonl")
+    if how == "symlinked-dir":
+        (inputs / "linked").symlink_to(secret, target_is_directory=True)
+    job = _confinement_job(tmp_path, source)
+    done = subprocess.run([sys.executable, "-m", "draftgen.cli", "generate", "--job", str(job),
+                           "--server", "http://127.0.0.1:9", "--inputs", str(inputs),
+                           "--output", str(tmp_path / "out"), "--progress", "log"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "spec.datasets[d].source" in done.stderr and "outside the inputs volume" in done.stderr
+    assert not (tmp_path / "out" / "d").exists()
