@@ -168,7 +168,13 @@ def cluster(emulator: EmulatorThread) -> Cluster:
 @contextlib.contextmanager
 def running_operator():
     """kopf running `draftgen.controller.handlers` in a thread, as `kopf run` would."""
+    import kubernetes.config.kube_config as kube_config
     from kopf.testing import KopfRunner
+
+    # kopf logs in through the `kubernetes` package, which fixed its default kubeconfig path
+    # from $KUBECONFIG when it was first imported — possibly by another test directory, before
+    # this file set it. Point it at the emulator's kubeconfig now.
+    kube_config.KUBE_CONFIG_DEFAULT_LOCATION = os.environ["KUBECONFIG"]
 
     verbose = ["--verbose"] if os.environ.get("DRAFTGEN_TEST_KOPF_VERBOSE") else []
     with KopfRunner(["run", "--all-namespaces", "--standalone", *verbose,
