@@ -1,0 +1,63 @@
+"""Every benchmark script still runs, at its smallest size, and writes a result with rows and a
+verdict per goal. Benchmarks are not tests: no figure is asserted here, only that the scripts
+do not rot. Results and work files go to a temporary directory, never to .cache/bench."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+SMALL = {
+    "budget_precision": ["--budgets", "5000", "--in-flight", "16", "--policies", "finish,abort",
+                         "--seeds", "1", "--cap-trials", "5"],
+    "client_cost": ["--requests", "60", "--in-flight", "8"],
+    "pretokenize_rate": ["--prompts", "20", "--rounds", "1", "--max-workers", "1"],
+    "resume_cost": ["--records", "2000"],
+    "operator_reconcile": ["--jobs", "2", "--poll", "0.3"],
+}
+RESULT_NAME = {"pretokenize_rate": "pretokenize"}
+
+
+def run_bench(script: str, args: list[str], tmp_path: Path) -> dict:
+    env = {**os.environ, "DRAFTGEN_BENCH_DIR": str(tmp_path / "work"),
+           "DRAFTGEN_BENCH_RESULTS": str(tmp_path / "results")}
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / f"{script}.py"), *args],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    result = json.loads((tmp_path / "results" / f"{RESULT_NAME.get(script, script)}.json").read_text())
+    assert result["rows"], result
+    assert result["goals"] and all("met" in g for g in result["goals"])
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("*.jsonl")), \
+        "a benchmark left its work files behind"
+    return result
+
+
+@pytest.mark.parametrize("script", sorted(SMALL))
+def test_benchmark_runs(script: str, tmp_path: Path) -> None:
+    run_bench(script, SMALL[script], tmp_path)
+
+
+def test_report_from_results(tmp_path: Path) -> None:
+    run_bench("budget_precision", SMALL["budget_precision"], tmp_path)
+    env = {**os.environ, "DRAFTGEN_BENCH_RESULTS": str(tmp_path / "results")}
+    out = tmp_path / "benchmarks.md"
+    subprocess.run([sys.executable, str(REPO / "bench" / "report.py"), "--output", str(out)],
+                   env=env, check=True, capture_output=True, timeout=60, cwd=REPO)
+    text = out.read_text()
+    assert "bench/budget_precision.py --budgets 5000" in text  # the exact command line
+    assert "nproc" in text and "| budget |" in text
+
+
+@pytest.mark.sglang
+def test_vs_standard_client_runs(sglang_server, tmp_path: Path) -> None:
+    result = run_bench("vs_standard_client",
+                       ["--url", sglang_server.url, "--tokens", "40", "--sweep", "2"], tmp_path)
+    clients = [row[0] for row in result["rows"]]
+    assert clients == ["draftgen generate", "sglang.bench_serving", "fixed asyncio client"]
