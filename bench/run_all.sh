@@ -24,3 +24,6 @@ if [ "${#failed[@]}" -gt 0 ]; then
   echo "benchmarks that crashed: ${failed[*]}" >&2
   exit 1
 fi
+
+echo "== budget overshoot against a real SGLang server on the CPU at 64 in flight"
+$PY bench/budget_overshoot_real.py --budget "${BENCH_BUDGET:-8000}" --in-flight 64
