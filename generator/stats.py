@@ -97,6 +97,23 @@ def read_record(rec: dict[str, Any]) -> tuple[str, int, int, bool] | None:
     return None
 
 
+def _count_rejects(path: Path, done_ids: set[str]) -> int:
+    """Distinct rejects, leaving out failed requests that a later run completed."""
+    seen: set[tuple] = set()
+    with open(path, "rb") as f:
+        for raw in f:
+            try:
+                rej = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(rej, dict):
+                continue
+            if rej.get("reason") == "request_failed" and rej.get("id") in done_ids:
+                continue
+            seen.add((rej.get("id"), rej.get("source_index"), rej.get("reason")))
+    return len(seen)
+
+
 def _dataset_files(root: Path) -> dict[str, list[Path]]:
     """Dataset name → record files. `root` may be a job output, one dataset directory, or a file."""
     if root.is_file():
@@ -122,6 +139,7 @@ def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
     out = []
     for name, files in _dataset_files(root).items():
         st = DatasetStats(name)
+        done_ids: set[str] = set()
         for path in files:
             records = tokens = unknown = 0
             with open(path, "rb") as f:
@@ -142,6 +160,8 @@ def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
                         unknown += 1
                         continue
                     shape, prompt, completion, truncated = got
+                    if isinstance(rec.get("id"), str):
+                        done_ids.add(rec["id"])
                     st.shapes.add(shape)
                     st.samples += 1
                     st.prompt_tokens += prompt
@@ -159,8 +179,7 @@ def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
                                 "and were not counted")
         rejects = (files[0].parent if files else root / name) / REJECTS_FILE
         if rejects.exists():
-            with open(rejects, "rb") as f:
-                st.rejects = sum(1 for line in f if line.strip())
+            st.rejects = _count_rejects(rejects, done_ids)
         out.append(st)
     return out, warnings
 

@@ -24,7 +24,10 @@ def _openai(completion, finish="stop"):
 
 def test_stats_counts_draftgen_and_openai_records(tmp_path, capsys):
     write_jsonl(tmp_path / "a" / "shard-00000.jsonl", [_native(0, 30), _native(1, 50, "length")])
-    write_jsonl(tmp_path / "a" / "rejects.jsonl", [{"reason": "malformed_json"}])
+    write_jsonl(tmp_path / "a" / "rejects.jsonl", [
+        {"source_index": 5, "id": None, "reason": "malformed_json"},
+        {"source_index": 5, "id": None, "reason": "malformed_json"},  # repeated by a resume
+        {"source_index": 1, "id": "a/1/0", "reason": "request_failed"}])  # done on a later run
     # Older data: OpenAI responses, plain and inside a batch-output `response.body`.
     write_jsonl(tmp_path / "old" / "data.jsonl", [
         _openai(100), {"custom_id": "r2", "response": {"status_code": 200, "body": _openai(60, "length")}}])
