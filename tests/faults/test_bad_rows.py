@@ -11,7 +11,7 @@ import string
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from draftgen.generator.inputs import iter_samples, open_tokenizer
@@ -150,6 +150,22 @@ EXPECTED = {
     "pretokenized": COMMON | {"sample", "missing_field", "bad_token_id"},
 }
 
+_COMMON_LINES = [b'{"x": "caf\xc3\xa9 \xff"}', b'{"unterminated": ', b'[1, 2, 3]']
+SEEN_DOORS = {
+    "messages": _COMMON_LINES + [
+        b'{"messages": [{"role": "user", "content": "hi"}]}', b'{"other": 1}',
+        b'{"messages": [{"role": "wizard", "content": "x"}]}', b'{"messages": []}',
+        b'{"messages": [{"role": "user", "content": "hi"}], "tools": [{"description": "no name"}]}'],
+    "sharegpt": _COMMON_LINES + [
+        b'{"conversations": [{"from": "human", "value": "hi"}]}', b'{"other": 1}',
+        b'{"conversations": [{"from": "narrator", "value": "x"}]}', b'{"conversations": []}'],
+    "prompt": _COMMON_LINES + [b'{"prompt": "hi"}', b'{"other": 1}', b'{"prompt": "  "}'],
+    "glaive": _COMMON_LINES + [b'{"system": "SYSTEM: hi", "chat": "USER: hi <|endoftext|>"}',
+                               b'{"other": 1}'],
+    "pretokenized": _COMMON_LINES + [b'{"input_ids": [1, 2]}', b'{"other": 1}',
+                                     b'{"input_ids": [-1]}'],
+}
+
 # ---- harness ---------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -224,6 +240,7 @@ def test_fuzzed_rows_become_samples_or_rejects(fmt, contexts):
     @settings(max_examples=80, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(st.lists(lines_for(fmt), min_size=1, max_size=6))
+    @example(SEEN_DOORS[fmt])  # one of each reason for sure; the fuzzer adds the variety
     def prop(lines):
         lines = lead + lines
         items = run_rows(base, job, ctx, fmt, lines)
