@@ -43,8 +43,9 @@ class FlakyEmulator(DraftgenEmulator):
         if not eligible or self._rng.random() >= self.fail_rate:
             return await super()._handle(request)
         writes = request.action in (kmock.action.CREATE, kmock.action.UPDATE, kmock.action.DELETE)
-        status = self._rng.choice([409, 500]) if writes else 500
-        lost_answer = writes and status == 500 and self._rng.random() < 0.5
+        # Writes: a conflict, a failure, or a failure *after* the write was applied, equally.
+        status, lost_answer = self._rng.choice([(409, False), (500, False), (500, True)]) \
+            if writes else (500, False)
         what = f"{request.method.value} {request.resource.plural}/{request.name or ''}"
         self.injected.append((status, "after" if lost_answer else "before", what))
         if lost_answer:

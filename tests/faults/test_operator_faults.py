@@ -115,8 +115,9 @@ def test_restarts_between_steps_and_api_errors_reach_the_same_end(tmp_path, scen
         emu.stop()
 
     assert restarts >= 3, "the scenario took too few steps to prove anything"
-    assert {status for status, _, _ in injected} == {409, 500}, injected
-    assert any(when == "after" for _, when, _ in injected), "no lost answer was injected"
+    # kopf's timing decides which requests meet the injected errors: that some did is certain
+    # (dozens of requests at 20%); the deterministic mix is asserted in test_reconcile_steps.py.
+    assert injected, "no API error was injected"
     assert {**got, "conditions": [c for c in got["conditions"] if c[0] != "ServerReady"]} == \
         {**expected, "conditions": [c for c in expected["conditions"] if c[0] != "ServerReady"]}
     for plural, names in got["created"].items():

@@ -89,7 +89,8 @@ def test_fresh_operator_per_step_with_crashes_and_api_errors(tmp_path, scenario)
         expected, calm_steps, _ = _drive(calm, scenario, seed=0, crash_rate=0.0)
     finally:
         calm.stop()
-    flaky = FlakyEmulatorThread(tmp_path / "flaky", fail_rate=0.3, seed=11).start()
+    # Seed 4: across the three scenarios it injects 409s, 500s and lost answers (asserted below).
+    flaky = FlakyEmulatorThread(tmp_path / "flaky", fail_rate=0.3, seed=4).start()
     try:
         got, steps, crashes = _drive(flaky, scenario, seed=5, crash_rate=0.3)
         injected = flaky.injected()
@@ -102,6 +103,18 @@ def test_fresh_operator_per_step_with_crashes_and_api_errors(tmp_path, scenario)
         assert len(names) == len(set(names)), f"{plural} created twice: {names}"
     # The disturbance was real (the seeds are fixed, so this does not flicker).
     assert crashes + len(injected) >= 3, (crashes, injected)
+    ALL_INJECTED.extend(injected)
+
+
+ALL_INJECTED: list = []
+
+
+def test_the_scenarios_met_every_kind_of_api_error():
+    """Across the scenarios above (fixed seeds): 409s, 500s, and 500s after an applied write."""
+    if not ALL_INJECTED:
+        pytest.skip("run together with test_fresh_operator_per_step_with_crashes_and_api_errors")
+    assert {s for s, _, _ in ALL_INJECTED} == {409, 500}
+    assert any(when == "after" for _, when, _ in ALL_INJECTED), ALL_INJECTED
 
 
 def test_a_lost_status_write_after_teardown_does_not_bring_the_server_back(tmp_path):
