@@ -27,7 +27,7 @@ WINDOW = 4096
 # still counts, and fades as data accumulates.
 PRIOR_WEIGHT = 1.0
 # Chance that the budget holds everything admitted (while other requests are in flight).
-CONFIDENCE = 0.9
+CONFIDENCE = 0.97
 _Z = NormalDist().inv_cdf(CONFIDENCE)
 
 
