@@ -474,6 +474,8 @@ class Runner:
                     return
                 if not server.healthy:
                     await self._recovered(server)
+                    if flight.cancelled:
+                        return
             flight.rid = f"{base}-{attempt}"
             started = flight.sent_at = time.monotonic()
             try:
@@ -522,7 +524,12 @@ class Runner:
 
     async def _recovered(self, server: _Server) -> None:
         if server._recovery is not None:
-            await asyncio.shield(server._recovery)
+            try:
+                await asyncio.shield(server._recovery)
+            except asyncio.CancelledError:
+                if server._recovery.cancelled() and not asyncio.current_task().cancelling():
+                    return  # the run is stopping: the attempt loop sees `cancelled`
+                raise
 
     async def _quiet_abort(self, server: _Server, rid: str) -> None:
         try:
@@ -679,6 +686,9 @@ class Runner:
     async def _shutdown(self) -> None:
         for task in self._late_joiners:
             task.cancel()
+        for server in self.servers:  # requests waiting for a dead server give up at once
+            if server._recovery is not None:
+                server._recovery.cancel()
         flights = [(d, f) for d in self.datasets for f in d.flights.values()]
         if flights:
             for _, flight in flights:
