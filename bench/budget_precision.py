@@ -216,6 +216,7 @@ def main() -> None:
     work = BENCH_DIR / "budget-precision"
     shutil.rmtree(work, ignore_errors=True)
     worst_64 = 0.0
+    worst_small = float("-inf")
     worst_cell = None
     for budget in budgets:
         cap = sample_cap_overshoot(budget, args.cap_trials, seed=budget)
@@ -224,9 +225,12 @@ def main() -> None:
                 seeds = args.seeds or (3 if budget < 500_000 else 1)
                 runs = [run_draftgen(budget, c, policy, s, mean, work) for s in range(seeds)]
                 over = [r["over"] for r in runs]
-                if c >= 64 and max(over) > worst_64:
+                peak = max(r["max_in_flight"] for r in runs)
+                if peak >= 64 and max(over) > worst_64:  # the goal's premise: 64+ really in flight
                     worst_64 = max(over)
                     worst_cell = (budget, c, policy, over.index(max(over)))
+                elif peak < 64:
+                    worst_small = max(worst_small, max(over))
                 res.rows.append([budget, c, policy, round(statistics.fmean(r["samples"] for r in runs)),
                                  round(max(over), 3), round(statistics.fmean(over), 3),
                                  round(statistics.fmean(r["wasted"] for r in runs), 2),
@@ -251,7 +255,16 @@ def main() -> None:
                    f"({c} of ~{budget / mean:,.0f} here); this re-run overshot {d['over']:.2f} %")
     shutil.rmtree(work, ignore_errors=True)
     res.goals.append(Goal("overshoot ≤ 1 % of the budget at 64+ requests in flight",
-                          f"worst {worst_64:.2f} %", worst_64 <= 1.0, why))
+                          f"worst {worst_64:.2f} % (runs that really had 64+ in flight)",
+                          worst_64 <= 1.0, why))
+    if worst_small > float("-inf"):
+        res.notes.append(
+            f"Runs that never reached 64 in flight (small budgets: admission holds back when a "
+            f"budget is only a few samples) overshot by up to {worst_small:.2f} %: with nothing "
+            "else in flight one more sample is admitted while it is at least as likely to fit as "
+            f"not, so a dataset can end up to one sample over — and one sample of this heavy tail "
+            f"can be {MAX_NEW:,} tokens, {100 * MAX_NEW / min(budgets):.0f} % of a "
+            f"{min(budgets):,}-token budget.")
     res.notes.append(
         f"Completion lengths: lognormal, mean {mean:,.0f} tokens (sigma {SIGMA}), capped at "
         f"maxNewTokens {MAX_NEW:,}. The simulated server is a benchmark harness plugged in as the "

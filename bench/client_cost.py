@@ -8,7 +8,7 @@ dataset (pre-tokenization has its own benchmark), with every request, record wri
 metric update of a real run. Two runs of different sizes are measured and subtracted, so the
 start-up (imports, tokenizer load, health check) is not counted per token.
 
-    .cache/venv/bin/python bench/client_cost.py [--requests 6000] [--output-tokens 1000]
+    .cache/venv/bin/python bench/client_cost.py [--requests 3000] [--output-tokens 1000]
 """
 
 from __future__ import annotations
@@ -85,9 +85,42 @@ def _run_generator(job: Path, url: str, output: Path) -> tuple[float, float, int
     return wall, cpu, records
 
 
+def profile_shares(url: str, work: Path, requests: int, prompt_tokens: int, in_flight: int) -> list[list]:
+    """Where the generator's main-thread CPU time goes per request: two profiled runs (n/6 and
+    n requests), the difference of each part's cumulative time over the difference of the total,
+    so start-up (imports, tokenizer load) is not counted."""
+    import cProfile
+    import pstats
+
+    names = {
+        "httpcore connection pool bookkeeping (_assign_requests_to_connections)":
+            lambda k: k[2] == "_assign_requests_to_connections",
+        "JSON decoding of /generate answers": lambda k: k[2] == "json" and "httpx" in k[0],
+        "record encoding (encode_line)": lambda k: k[2] == "encode_line",
+        "os.write + fsync of records": lambda k: k[2] in ("<built-in method posix.write>",
+                                                          "<built-in method posix.fsync>"),
+        "admission (_admit: budget and server rules)": lambda k: k[2] == "_admit",
+    }
+    figures = []
+    for n in (max(1, requests // 6), requests):
+        d = work / f"profiled-{n}"
+        d.mkdir()
+        job = _write_job(d, n, prompt_tokens, in_flight)
+        prof = cProfile.Profile()
+        prof.enable()
+        _run_generator(job, url, d / "out")
+        prof.disable()
+        stats = pstats.Stats(prof).stats  # (file, line, name) -> (cc, nc, tottime, cumtime, ...)
+        total = sum(v[2] for v in stats.values())
+        figures.append((total, {name: sum(v[3] for k, v in stats.items() if pred(k))
+                                for name, pred in names.items()}))
+    (t0, p0), (t1, p1) = figures
+    return [[name, round(100 * (p1[name] - p0[name]) / max(1e-9, t1 - t0), 1)] for name in names]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--requests", type=int, default=6000,
+    parser.add_argument("--requests", type=int, default=3000,
                         help="requests of the large run (the small run makes a sixth)")
     parser.add_argument("--output-tokens", type=int, default=1000)
     parser.add_argument("--prompt-tokens", type=int, default=1000)
@@ -122,6 +155,8 @@ def main() -> None:
             job = _write_job(d, n, args.prompt_tokens, args.in_flight)
             wall, cpu, records = _run_generator(job, url, d / "out")
             runs.append((n, wall, cpu, records))
+        shares = profile_shares(url, work, max(60, args.requests // 3), args.prompt_tokens,
+                                args.in_flight)
     finally:
         server.terminate()
         server.wait(10)
@@ -144,6 +179,10 @@ def main() -> None:
         [f"needed for {SERVERS} servers × {SERVER_TOKENS_PER_SECOND:,} tok/s", need],
         ["8-GPU servers one generator can feed at 2,000 tok/s", round(tok_s / SERVER_TOKENS_PER_SECOND, 1)],
     ])
+    res.add_table(f"Where the generator's main-thread CPU time goes per request (cProfile, "
+                  f"runs of {max(60, args.requests // 3) // 6} and {max(60, args.requests // 3)} "
+                  "requests subtracted; cumulative times, parts may overlap)",
+                  ["part", "share of CPU time %"], shares)
     res.goals.append(Goal(
         f"one generator feeds ≥ {SERVERS} 8-GPU servers at 1,000–2,000 tok/s each (≥ {need:,} tok/s)",
         f"{tok_s:,.0f} tok/s on one core = {tok_s / SERVER_TOKENS_PER_SECOND:.0f} servers at 2,000 tok/s",

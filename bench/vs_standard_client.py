@@ -33,7 +33,7 @@ import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (BENCH_DIR, CACHE, MODELS, REPO, SGLANG_PY, Goal, MetricsSampler,  # noqa: E402
+from common import (BENCH_DIR, CACHE, MODELS, REPO, RESULTS, SGLANG_PY, Goal, MetricsSampler,  # noqa: E402
                     Result, sglang_available, sglang_server)
 from fixed_client import Request, run_fixed  # noqa: E402
 
@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=0,
                         help="completion-token budget of each of the two datasets (default: "
                              "sized from a quick probe of the server so a run takes --seconds)")
-    parser.add_argument("--seconds", type=float, default=45.0,
+    parser.add_argument("--seconds", type=float, default=35.0,
                         help="target duration of each run when --tokens is not given")
     parser.add_argument("--sweep", default="3,6,12", help="bench_serving --max-concurrency values")
     parser.add_argument("--url", default=None,
@@ -242,7 +242,7 @@ def main() -> None:
                          boundary_gap(fpairs[names[0]], fpairs[names[1]])))
             samples = sampler.samples
     finally:
-        shutil.rmtree(work / "out", ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
     rates = [(r[4] / (r[6] - r[5])) for r in runs]
     dg_rate = rates[0]
@@ -275,8 +275,8 @@ def main() -> None:
                   ["dataset", "budget", "overshoot %"],
                   [[n, args.tokens, v] for n, v in overshoot.items()])
     res.save()
-    (BENCH_DIR / "results" / "vs_standard_client.samples.json").write_text(
-        json.dumps(samples[:5000]))
+    # The raw /metrics samples, for a closer look at saturation (not used by the report).
+    (RESULTS / "vs_standard_client.samples.json").write_text(json.dumps(samples[:5000]))
 
 
 if __name__ == "__main__":
