@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: the job file's directory)")
     parser.add_argument("--metrics-port", type=int, default=None,
                         help="serve Prometheus metrics on this port (default: none)")
+    parser.add_argument("--metrics-linger", type=float, default=0.0, metavar="SECONDS",
+                        help="after a finished job, keep serving metrics this long so Prometheus "
+                             "scrapes the final counts (a signal ends the wait; default 0)")
     parser.add_argument("--progress", choices=("auto", "live", "log"), default="auto",
                         help="live table on a terminal, log lines otherwise (auto)")
     parser.add_argument("--health-timeout", type=float, default=1800.0,
@@ -104,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                                     skip_ids=skip_ids, max_prompt_tokens=max_prompt_tokens)
 
             runner = Runner(job, settings, source, getattr(ctx, "tokenizer", None))
-            return asyncio.run(_main(runner))
+            return asyncio.run(_main(runner, args.metrics_linger if args.metrics_port else 0.0))
     except DiskFull as err:
         log.error("disk full: %s", err)
         return 5
@@ -119,11 +122,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-async def _main(runner) -> int:
+async def _main(runner, linger: float = 0.0) -> int:
     loop = asyncio.get_running_loop()
     received: list[int] = []
+    finished = asyncio.Event()
 
     def on_signal(signum: int) -> None:
+        if finished.is_set():  # the job is complete: a signal only cuts the metrics linger short
+            finished.clear()
+            return
         received.append(signum)
         logging.getLogger("draftgen.generate").warning(
             "received %s: stopping (in-flight requests are aborted, nothing partial is written)",
@@ -140,4 +147,11 @@ async def _main(runner) -> int:
             "%s: %d samples, %d completion tokens, overshoot %.2f%%, truncated %.1f%%, %d rejects",
             ledger.dataset, ledger.samples, ledger.completion_tokens, ledger.overshoot_percent,
             100 * ledger.truncation_rate, sum(ledger.rejects.values()))
+    if linger > 0:
+        # A process that exits at once takes its final counts with it: the last scrape may
+        # predate the last records, and dashboards would show less than was written.
+        finished.set()
+        deadline = loop.time() + linger
+        while finished.is_set() and loop.time() < deadline:
+            await asyncio.sleep(min(0.2, deadline - loop.time()))
     return 0

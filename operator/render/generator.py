@@ -65,12 +65,17 @@ def output_dir(spec: GenerationJobSpec) -> str:
     return mount if path in ("", ".") else f"{mount}/{path}"
 
 
+METRICS_LINGER_SECONDS = 60
+
+
 def generator_args(spec: GenerationJobSpec, endpoints: list[str]) -> list[str]:
     args = ["generate", "--job", names.JOB_FILE]
     for url in endpoints:
         args += ["--server", url]
     args += ["--output", output_dir(spec), "--inputs", spec.inputs.mount_path,
-             "--metrics-port", str(spec.generator.metrics_port)]
+             "--metrics-port", str(spec.generator.metrics_port),
+             # outlive two scrape intervals (15-30 s) so the final counts reach Prometheus
+             "--metrics-linger", str(METRICS_LINGER_SECONDS)]
     return args
 
 

@@ -114,10 +114,10 @@ def live_run(server, tiny_kimi, tmp_path_factory):
         result = subprocess.run(
             [sys.executable, "-m", "draftgen.cli", "generate", "--job", str(_job(tmp, tiny_kimi)),
              "--server", server.url, "--output", str(tmp / "out"),
-             "--metrics-port", str(metrics_port), "--progress", "log"],
+             "--metrics-port", str(metrics_port), "--metrics-linger", "4", "--progress", "log"],
             capture_output=True, text=True, timeout=600, env=env, cwd=tmp)
         assert result.returncode == 0, result.stderr[-3000:]
-        time.sleep(3)  # the last scrapes, and one more rule evaluation
+        time.sleep(1)  # one more rule evaluation after the generator's final scrapes
         yield prom, start, time.time(), tmp
 
 
