@@ -200,7 +200,7 @@ def main() -> None:
     parser.add_argument("--in-flight", default="16,64,256")
     parser.add_argument("--policies", default="finish,abort")
     parser.add_argument("--seeds", type=int, default=0,
-                        help="runs per cell (default: 3 below 500k tokens, 1 above)")
+                        help="runs per cell (default: 2 below 500k tokens, 1 above)")
     parser.add_argument("--cap-trials", type=int, default=100)
     args = parser.parse_args()
     budgets = [int(x) for x in args.budgets.split(",")]
@@ -222,7 +222,7 @@ def main() -> None:
         cap = sample_cap_overshoot(budget, args.cap_trials, seed=budget)
         for c in flights:
             for policy in policies:
-                seeds = args.seeds or (3 if budget < 500_000 else 1)
+                seeds = args.seeds or (2 if budget < 500_000 else 1)
                 runs = [run_draftgen(budget, c, policy, s, mean, work) for s in range(seeds)]
                 over = [r["over"] for r in runs]
                 peak = max(r["max_in_flight"] for r in runs)
