@@ -44,7 +44,8 @@ def server(sglang_server):
 
 def _job(tmp: Path, model: Path) -> Path:
     """A short job: two datasets with token budgets, one with two malformed rows (rejects),
-    a small maxNewTokens (samples truncate), long enough for several 1-second scrapes."""
+    a small maxNewTokens (samples truncate), long enough (several seconds of budget left) for
+    the rate-based panels to see two or more 1-second scrapes."""
     data = tmp / "data"
     data.mkdir()
     shutil.copy(REPO / "examples" / "data" / "prompts.jsonl", data / "prompts.jsonl")
@@ -63,9 +64,9 @@ def _job(tmp: Path, model: Path) -> Path:
             "output": {"path": "out"},
             "datasets": [
                 {"name": "chat", "source": "data/chat.jsonl", "format": "messages",
-                 "budget": {"completionTokens": 150}},
+                 "budget": {"completionTokens": 500}},
                 {"name": "prompts", "source": "data/prompts.jsonl", "format": "prompt",
-                 "budget": {"completionTokens": 150}},
+                 "budget": {"completionTokens": 500}},
             ],
         },
     }
