@@ -9,6 +9,8 @@ import time
 from collections import deque
 from typing import Sequence
 
+from draftgen.plan.eta import format_duration
+
 from .budget import Ledger
 
 log = logging.getLogger("draftgen.generate")
@@ -65,12 +67,7 @@ def eta_seconds(ledgers: Sequence[Ledger], rate: float) -> float | None:
 
 
 def _fmt_eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = int(seconds)
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+    return format_duration(seconds) or "?"
 
 
 def _budget_text(ledger: Ledger) -> str:

@@ -16,29 +16,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from draftgen.spec import DatasetProgress
 
 
-def _format_duration(seconds: float | None) -> str:
-    """`62000` → `17h13m`; `""` for unknown (used only if the planner's helper is missing)."""
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return ""
-    total = int(round(seconds))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours}h"
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{secs}s"
-
-
-try:  # the planner's helper, so `draftgen plan` and the status print ETAs alike
-    from draftgen.plan.eta import format_duration
-except ImportError:  # pragma: no cover
-    format_duration = _format_duration
-
-
 @dataclasses.dataclass
 class GeneratorProgress:
     """The generator's own figures, summed over the metric labels."""

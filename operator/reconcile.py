@@ -19,6 +19,7 @@ import datetime
 import logging
 from typing import Any
 
+from draftgen.plan.eta import format_duration
 from draftgen.spec import GenerationJobSpec, GenerationJobStatus, ServerStatus
 
 from . import names, observe, progress
@@ -398,5 +399,5 @@ class Reconciler:
             status.progress = got.percent()
             status.throughput_tokens_per_second = got.throughput_tokens_per_second
             status.eta_seconds = got.eta_seconds
-            status.eta = progress.format_duration(got.eta_seconds)
+            status.eta = format_duration(got.eta_seconds)
             return
