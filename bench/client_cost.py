@@ -19,7 +19,6 @@ import os
 import random
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -27,16 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import BENCH_DIR, PY, REPO, TINY_KIMI, Goal, Result  # noqa: E402
+from draftgen.testing.sglang import free_port
 
 # The field's rates (field-facts.md): an 8-GPU server gives about 1,000-2,000 tokens/s.
 SERVERS = 10
 SERVER_TOKENS_PER_SECOND = 2000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _write_job(workdir: Path, requests: int, prompt_tokens: int, in_flight: int) -> Path:
@@ -139,7 +133,7 @@ def main() -> None:
     work = BENCH_DIR / "client-cost"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    port = _free_port()
+    port = free_port()
     server_cmd = [str(PY), str(REPO / "bench" / "canned_server.py"), "--port", str(port),
                   "--output-tokens", str(args.output_tokens)]
     if shutil.which("taskset") and (os.cpu_count() or 1) > 1:

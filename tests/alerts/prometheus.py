@@ -4,7 +4,6 @@ and data in a temporary directory, a 1-second scrape interval, queried over its 
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -12,14 +11,9 @@ from typing import Any
 
 import httpx
 import yaml
+from draftgen.testing.sglang import free_port
 
 PROMETHEUS = shutil.which("prometheus")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PrometheusServer:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -15,6 +14,8 @@ from typing import Any, Callable
 
 import pytest
 import yaml
+
+from draftgen.testing.sglang import free_port  # noqa: F401 - the tests import it from here
 
 # Settings are read when the handlers module is first imported: set them before anything does.
 # One kubeconfig path for the whole session (its content changes per test): the `kubernetes`
@@ -53,12 +54,6 @@ def wait_for(fn: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
             return last
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Cluster:
