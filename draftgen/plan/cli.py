@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import get_args
 
 from draftgen.spec import SpecError, load_job
+from draftgen.spec.server import KVCacheDtype
 
 from .kvcache import MemoryInputError, parse_start_log
 from .modelconfig import ModelConfigError, load_model_config
@@ -52,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="observed completion tokens/s: ETA from it, and compared to the bound")
     parser.add_argument("--mem-fraction-static", type=float, metavar="F",
                         help="plan for this fraction instead of the job's")
-    parser.add_argument("--kv-cache-dtype", choices=["auto", "bf16", "fp8_e4m3", "fp8_e5m2"],
+    parser.add_argument("--kv-cache-dtype", choices=get_args(KVCacheDtype),
                         help="plan for this KV dtype instead of the job's")
 
 
