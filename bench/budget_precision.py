@@ -156,10 +156,12 @@ def run_draftgen(budget: int, in_flight: int, policy: str, seed: int, mean: floa
         def observed(**kw):
             ok = original(**kw)
             if ok and kw["budget"] is not None:
-                model = kw["model"]
-                last.update(t=time.monotonic(), done=kw["done"], n=len(kw["in_flight"]),
-                            predicted=sum(model.moments_above(p)[0] for p in kw["in_flight"]),
-                            model_mean=model.mean(), observed=model.count)
+                model, flying = kw["model"], kw["in_flight"]
+                estimate = model.estimate(flying)
+                last.update(t=time.monotonic(), done=kw["done"], n=len(flying),
+                            predicted=float(estimate.moments(flying)[0].sum()),
+                            model_mean=float(estimate.moments([0.0])[0][0]),
+                            observed=model.count)
             return ok
         run_module.budget_admits = observed
         server.log = []
