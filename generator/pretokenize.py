@@ -14,6 +14,12 @@ when the tokenizer would add any, which keeps Kimi's tokenizer on its fast path)
 probe compares that with `apply_chat_template(..., tokenize=True, return_dict=False)`; if the two
 differ (tokenizers whose control tokens have no faithful text form), every prompt takes the direct
 ids route instead.
+
+Speed: a batch's texts are encoded in one call to the Rust tokenizer's `encode_batch_fast` (the
+same ids as `encode`, without the character offsets nobody reads here: 10-20 % less time than
+encoding one text at a time), taken only where the start-up probe shows it gives the ids of the
+tokenizer's own `encode`. Rendering is cheap beside encoding (transformers caches the compiled
+template; about 40 µs of a 1,300-token prompt's 500 µs).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from .integrity import (PROBE_MESSAGES, PROBE_TOOL_NAME, PROBE_TOOLS, IntegrityE
                         check_generation_prefix, check_special_tokens, missing_tool_names,
                         tokenizer_fingerprint)
 
-BATCH_PROMPTS = 16  # prompts per task: amortizes the pickling round trip
+BATCH_PROMPTS = 32  # prompts per task: amortizes the pickling round trip and the batch encode
 BATCH_UNITS = 256   # items (incl. rejects) per batch at most, so memory stays bounded
 
 
@@ -89,6 +95,7 @@ class RenderSettings:
     route: str  # "text": render then encode; "ids": apply_chat_template(tokenize=True)
     encode_kwargs: dict[str, Any]
     backend_encode: bool = False  # encode with the Rust tokenizer directly (checked identical)
+    batch_encode: bool = False  # ... a batch at a time with `encode_batch_fast` (checked identical)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +132,8 @@ class Renderer:
         self.settings = settings
         self._backend = _backend(tokenizer) if settings.backend_encode else None
         self._add_special = settings.encode_kwargs.get("add_special_tokens", True)
+        self._encode_batch = getattr(self._backend, "encode_batch_fast", None) \
+            if settings.batch_encode else None
 
     def text(self, messages: list[dict], tools: list[dict] | None) -> str:
         return self.tokenizer.apply_chat_template(
@@ -142,21 +151,61 @@ class Renderer:
             return self._backend.encode(text, add_special_tokens=self._add_special).ids
         return list(self.tokenizer.encode(text, **self.settings.encode_kwargs))
 
+    def encode_many(self, texts: list[str]) -> list[list[int]]:
+        """The ids of each text, as `encode` gives them, in one call where that is allowed."""
+        if self._encode_batch is not None and texts:
+            return [e.ids for e in self._encode_batch(texts, add_special_tokens=self._add_special)]
+        return [self.encode(t) for t in texts]
+
     def decode(self, ids: list[int]) -> str:
         if self._backend is not None:
             return self._backend.decode(ids, skip_special_tokens=False)
         return self.tokenizer.decode(ids, skip_special_tokens=False)
 
     def render(self, messages: list[dict], tools: list[dict] | None) -> Rendered:
-        s = self.settings
+        return self.render_many([(messages, tools)])[0]
+
+    def render_many(self, jobs: list[tuple[list[dict], list[dict] | None]]) -> list[Rendered]:
+        """Render each `(messages, tools)`; the texts are encoded together (see the module
+        docstring). A prompt the template refuses fails alone."""
+        if self.settings.route != "text":
+            return [self._direct(messages, tools) for messages, tools in jobs]
+        texts: list[str | BaseException] = []
+        for messages, tools in jobs:
+            try:
+                texts.append(self.text(messages, tools))
+            except Exception as err:  # jinja's raise_exception, TypeError on odd content, ...
+                texts.append(err)
+        ok = [t for t in texts if isinstance(t, str)]
         try:
-            if s.route == "text":
-                text: str | None = self.text(messages, tools)
-                ids = self.encode(text)
+            encoded = iter(self.encode_many(ok))
+        except Exception:  # one text the tokenizer refuses: find it, the others go on
+            encoded = iter([self._encode_or_error(t) for t in ok])
+        out = []
+        for (messages, tools), text in zip(jobs, texts):
+            ids = text if isinstance(text, BaseException) else next(encoded)
+            if isinstance(ids, BaseException):
+                out.append(Rendered(None, f"{type(ids).__name__}: {ids}"))
             else:
-                text, ids = None, self.ids_direct(messages, tools)
-        except Exception as err:  # jinja's raise_exception, TypeError on odd content, ...
+                out.append(self._checked(text, ids, tools))  # type: ignore[arg-type]
+        return out
+
+    def _encode_or_error(self, text: str) -> list[int] | BaseException:
+        try:
+            return self.encode(text)
+        except Exception as err:
+            return err
+
+    def _direct(self, messages: list[dict], tools: list[dict] | None) -> Rendered:
+        try:
+            ids = self.ids_direct(messages, tools)
+        except Exception as err:
             return Rendered(None, f"{type(err).__name__}: {err}")
+        return self._checked(None, ids, tools)
+
+    def _checked(self, text: str | None, ids: list[int], tools: list[dict] | None) -> Rendered:
+        """The per-sample checks: generation prefix (text and ids), tools in the prompt."""
+        s = self.settings
         prefix_ok = True
         if s.generation_prefix:
             prefix_ok = (text is None or text.endswith(s.generation_prefix)) and \
@@ -197,12 +246,8 @@ def _render_batch(jobs: list[tuple[list[dict], list[dict] | None]]) -> list[tupl
     (whose CPU the request side's event loop shares) unpickles in a third of the time a list of
     Python ints takes."""
     assert _WORKER is not None, "tokenizer worker not initialised"
-    out = []
-    for messages, tools in jobs:
-        r = _WORKER.render(messages, tools)
-        out.append((None if r.ids is None else array("I", r.ids).tobytes(), r.error, r.prefix_ok,
-                    r.missing_tools))
-    return out
+    return [(None if r.ids is None else array("I", r.ids).tobytes(), r.error, r.prefix_ok,
+             r.missing_tools) for r in _WORKER.render_many(jobs)]
 
 
 def _unpack(packed: tuple) -> Rendered:
@@ -247,6 +292,11 @@ class TokenizerContext:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the tokenizer workers started so far (to account for their CPU)."""
+        procs = getattr(self._pool, "_processes", None) or {}
+        return sorted(procs)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -293,8 +343,8 @@ class TokenizerContext:
                                          "generator.tokenizerWorkers or give the generator more memory") from None
             else:
                 with self._inline_lock:  # a fast tokenizer is not safe to share between threads
-                    results = iter([self.renderer.render(u.messages, u.tools)
-                                    for u in batch if isinstance(u, RenderJob)])
+                    results = iter(self.renderer.render_many(
+                        [(u.messages, u.tools) for u in batch if isinstance(u, RenderJob)]))
             for unit in batch:
                 yield unit, (next(results) if isinstance(unit, RenderJob) else None)
 
@@ -351,11 +401,16 @@ def _probe(tokenizer: Any, settings: RenderSettings, with_tools: bool) -> Render
         text, ids = None, via_ids
     else:
         ids = via_text
-        # Encoding with the Rust tokenizer directly is taken only where it gives the same ids.
+        # Encoding with the Rust tokenizer directly, and a batch at a time, is taken only where
+        # it gives the same ids as the tokenizer's own encode.
+        samples = [text, text + " x\n" + text[:40], "", " \n\t  é 東京 🙂 <think>"]
+        reference = [renderer.encode(t) for t in samples]
         fast = Renderer(tokenizer, RenderSettings(**{**settings.__dict__, "backend_encode": True}))
-        if fast._backend is not None and all(
-                fast.encode(t) == renderer.encode(t) for t in (text, text + " x\n" + text[:40], "")):
+        if fast._backend is not None and [fast.encode(t) for t in samples] == reference:
             settings = fast.settings
+            batched = Renderer(tokenizer, RenderSettings(**{**settings.__dict__, "batch_encode": True}))
+            if batched._encode_batch is not None and batched.encode_many(samples) == reference:
+                settings = batched.settings
     if settings.generation_prefix:
         check_generation_prefix(text, ids, settings.generation_prefix, list(settings.prefix_ids),
                                 "probe prompt")

@@ -74,8 +74,8 @@ def test_skip_ids_resume_drops_done_samples_without_rendering_them(tmp_path, kim
     job = make_job(kimi_like_dir, [{"name": "ds", "source": "d.jsonl", "format": "prompt"}])
     with open_tokenizer(job, tmp_path, workers=0) as ctx:
         rendered = []
-        render = ctx.renderer.render
-        ctx.renderer.render = lambda messages, tools: rendered.append(messages) or render(messages, tools)
+        render_many = ctx.renderer.render_many
+        ctx.renderer.render_many = lambda jobs: rendered.extend(m for m, _ in jobs) or render_many(jobs)
         items = list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx,
                                   skip_ids={"ds/r1/0", "ds/r3/0"}))
     assert [s.id for s in samples(items)] == ["ds/r0/0", "ds/r2/0", "ds/r4/0"]
