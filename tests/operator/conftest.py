@@ -161,20 +161,55 @@ def cluster(emulator: EmulatorThread) -> Cluster:
 
 
 @contextlib.contextmanager
+def kopf_registry_restored():
+    """Undo what one operator run added to kopf's process-wide handler registry.
+
+    In a cluster the operator process starts once. Here one pytest process starts it many times,
+    and its startup handler registers the admission handler (`validate.register_webhook`) into
+    kopf's default registry when the webhook is on — once per process. Left there, every later
+    run without a webhook server dies at startup ("Admission handlers exist, but no admission
+    server/tunnel is configured"): tests/faults' operator tests after tests/operator/test_webhook.
+    So each run starts from the handlers the handlers package registers at import, and leaves
+    the registry (and validate's "registered once" flag, which mirrors it) as it found them."""
+    import kopf
+
+    import draftgen.controller.handlers  # noqa: F401  (its import-time handlers belong in the snapshot)
+    from draftgen.controller import validate
+
+    registry = kopf.get_default_registry()
+    # kopf has no public way to remove a handler: restore each sub-registry's list in place.
+    subregistries = [sub for sub in vars(registry).values() if hasattr(sub, "_handlers")]
+    saved = [(sub, list(sub._handlers)) for sub in subregistries]
+    registered = validate._registered
+    try:
+        yield
+    finally:
+        for sub, handlers in saved:
+            sub._handlers[:] = handlers
+        validate._registered = registered
+
+
+@contextlib.contextmanager
 def running_operator():
-    """kopf running `draftgen.controller.handlers` in a thread, as `kopf run` would."""
+    """kopf running `draftgen.controller.handlers` in a thread, as `kopf run` would; whatever
+    the run registered with kopf or pointed the `kubernetes` package at is undone after it."""
     import kubernetes.config.kube_config as kube_config
     from kopf.testing import KopfRunner
 
     # kopf logs in through the `kubernetes` package, which fixed its default kubeconfig path
     # from $KUBECONFIG when it was first imported — possibly by another test directory, before
-    # this file set it. Point it at the emulator's kubeconfig now.
+    # this file set it. Point it at the emulator's kubeconfig for this run only.
+    default_kubeconfig = kube_config.KUBE_CONFIG_DEFAULT_LOCATION
     kube_config.KUBE_CONFIG_DEFAULT_LOCATION = os.environ["KUBECONFIG"]
 
     verbose = ["--verbose"] if os.environ.get("DRAFTGEN_TEST_KOPF_VERBOSE") else []
-    with KopfRunner(["run", "--all-namespaces", "--standalone", *verbose,
-                     "-m", "draftgen.controller.handlers"]) as runner:
-        yield runner
+    try:
+        with kopf_registry_restored(), \
+                KopfRunner(["run", "--all-namespaces", "--standalone", *verbose,
+                            "-m", "draftgen.controller.handlers"]) as runner:
+            yield runner
+    finally:
+        kube_config.KUBE_CONFIG_DEFAULT_LOCATION = default_kubeconfig
     assert runner.exception is None, runner.output[-4000:]
     assert runner.exit_code == 0, runner.output[-4000:]
 

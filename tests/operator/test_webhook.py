@@ -51,3 +51,43 @@ def test_webhook_refuses_an_invalid_job_and_admits_a_valid_one(cluster: Cluster,
         assert rsp["allowed"] is False
         assert rsp["status"]["code"] == 422
         assert "hierarchicalCache.sizeGBPerRank" in rsp["status"]["message"]
+
+
+def _webhook_on(monkeypatch, plain) -> int:
+    port = free_port()
+    monkeypatch.setattr(state, "SETTINGS", dataclasses.replace(
+        plain, webhook=True, webhook_port=port, webhook_host="127.0.0.1", webhook_insecure=True))
+    return port
+
+
+def _webhook_url(cluster: Cluster, port: int) -> str:
+    return wait_for(lambda: (rsp := cluster.emu.http.get(VWC)).status_code == 200
+                    and (url := rsp.json()["webhooks"][0]["clientConfig"]["url"])
+                    .startswith(f"http://127.0.0.1:{port}/") and url,
+                    f"the managed ValidatingWebhookConfiguration on port {port}")
+
+
+def test_runs_with_and_without_the_webhook_in_one_process(cluster: Cluster, monkeypatch) -> None:
+    """The suite starts the operator many times in one process (tests/faults after this file):
+    a run without the webhook still reconciles after one with it (kopf refuses to start when an
+    admission handler is registered but no webhook server is), and a later webhook run still
+    refuses an invalid job."""
+    plain = state.SETTINGS
+    bad = example_job(cluster.ns, name="bad")
+    bad["spec"]["server"]["hierarchicalCache"]["sizeGBPerRank"] = 300
+
+    port = _webhook_on(monkeypatch, plain)
+    with running_operator():
+        _webhook_url(cluster, port)
+
+    monkeypatch.setattr(state, "SETTINGS", plain)
+    with running_operator():
+        cluster.apply(example_job(cluster.ns))
+        wait_for(lambda: cluster.deployment("kimi-server-0"), "the server Deployment")
+
+    port = _webhook_on(monkeypatch, plain)
+    with running_operator():
+        url = _webhook_url(cluster, port)
+        rsp = httpx.post(url, json=_review(bad), timeout=10).json()["response"]
+        assert rsp["allowed"] is False
+        assert "hierarchicalCache.sizeGBPerRank" in rsp["status"]["message"]
