@@ -4,7 +4,6 @@ operator's emulator harness reused from tests/operator (loaded by path, not copi
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
@@ -14,16 +13,13 @@ TESTS = Path(__file__).resolve().parent.parent
 
 # The operator's harness: its conftest sets the operator's env (short poll interval, no metrics
 # port) before the handlers module is imported. Load it under another name so pytest does not
-# mistake it for this directory's conftest; keep whichever $KUBECONFIG the session settled on
-# (the `kubernetes` package remembers the first one it sees).
-_kubeconfig = os.environ.get("KUBECONFIG")
+# mistake it for this directory's conftest. This copy has its own kubeconfig path
+# (`harness._KUBECONFIG`): the emulators here write it and its `running_operator` reads it.
 _spec = importlib.util.spec_from_file_location("draftgen_operator_harness",
                                                TESTS / "operator" / "conftest.py")
 harness = importlib.util.module_from_spec(_spec)
 sys.modules["draftgen_operator_harness"] = harness
 _spec.loader.exec_module(harness)
-if _kubeconfig:
-    os.environ["KUBECONFIG"] = _kubeconfig
 
 
 @pytest.fixture(scope="session")

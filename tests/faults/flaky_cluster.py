@@ -8,7 +8,6 @@ business; every request that decides or changes something may fail."""
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import kmock
 from kmock._internal import k8s as kmock_k8s
 
 # tests/operator/emulator.py (on sys.path once tests/faults/conftest.py loaded the harness)
+from draftgen_operator_harness import _KUBECONFIG
 from emulator import DraftgenEmulator, EmulatorThread
 
 OPERATOR_AGENTS = ("kopf/", "draftgen-operator")
@@ -59,7 +59,8 @@ class FlakyEmulatorThread(EmulatorThread):
     """EmulatorThread serving a FlakyEmulator; `fail_rate` can change while it runs."""
 
     def __init__(self, workdir: Path, fail_rate: float, seed: int) -> None:
-        super().__init__(workdir, kubeconfig=Path(os.environ["KUBECONFIG"]))
+        # The harness's kubeconfig: its `running_operator` points kopf and the operator at it.
+        super().__init__(workdir, kubeconfig=_KUBECONFIG)
         self._fail_rate, self._seed = fail_rate, seed
 
     async def _serve(self) -> None:

@@ -17,11 +17,14 @@ import yaml
 
 from draftgen.testing.sglang import free_port  # noqa: F401 - the tests import it from here
 
-# Settings are read when the handlers module is first imported: set them before anything does.
-# One kubeconfig path for the whole session (its content changes per test): the `kubernetes`
-# package remembers $KUBECONFIG from its first import.
+# One kubeconfig path for the whole session (its content changes per test: each emulator writes
+# its own address). $KUBECONFIG points at it only while a test's emulator or an operator run
+# needs it (the `emulator` fixture, `running_operator`): set here for the whole process, it
+# would follow every other test directory collected in the same session (tests/cluster's real
+# cluster included).
 _KUBECONFIG = Path(tempfile.mkdtemp(prefix="draftgen-op-")) / "kubeconfig"
-os.environ["KUBECONFIG"] = str(_KUBECONFIG)
+# Settings are read when the handlers module is first imported: set them before anything does.
+# Only the operator reads `DRAFTGEN_OPERATOR_*`, so they may stay for the session.
 os.environ.update({
     "DRAFTGEN_OPERATOR_POLL_INTERVAL_SECONDS": "0.3",
     "DRAFTGEN_OPERATOR_METRICS_PORT": "0",
@@ -147,7 +150,9 @@ def example_job(namespace: str, name: str = "kimi", **spec_changes: Any) -> dict
 
 
 @pytest.fixture
-def emulator():
+def emulator(monkeypatch):
+    # $KUBECONFIG for the test too: `draftgen operator` subprocesses (test_cli) inherit it.
+    monkeypatch.setenv("KUBECONFIG", str(_KUBECONFIG))
     emu = EmulatorThread(_KUBECONFIG.parent, kubeconfig=_KUBECONFIG).start()
     try:
         yield emu
@@ -191,16 +196,18 @@ def kopf_registry_restored():
 
 @contextlib.contextmanager
 def running_operator():
-    """kopf running `draftgen.controller.handlers` in a thread, as `kopf run` would; whatever
-    the run registered with kopf or pointed the `kubernetes` package at is undone after it."""
+    """kopf running `draftgen.controller.handlers` in a thread, as `kopf run` would, against
+    the emulator's kubeconfig; whatever the run registered with kopf, set in the environment or
+    pointed the `kubernetes` package at is undone after it."""
     import kubernetes.config.kube_config as kube_config
     from kopf.testing import KopfRunner
 
-    # kopf logs in through the `kubernetes` package, which fixed its default kubeconfig path
-    # from $KUBECONFIG when it was first imported — possibly by another test directory, before
-    # this file set it. Point it at the emulator's kubeconfig for this run only.
-    default_kubeconfig = kube_config.KUBE_CONFIG_DEFAULT_LOCATION
-    kube_config.KUBE_CONFIG_DEFAULT_LOCATION = os.environ["KUBECONFIG"]
+    # The operator's API client reads $KUBECONFIG at startup; kopf logs in through the
+    # `kubernetes` package, which fixed its default kubeconfig path from $KUBECONFIG when it was
+    # first imported (by whichever test came first). Point both at the emulator for this run.
+    saved_env = os.environ.get("KUBECONFIG")
+    saved_default = kube_config.KUBE_CONFIG_DEFAULT_LOCATION
+    os.environ["KUBECONFIG"] = kube_config.KUBE_CONFIG_DEFAULT_LOCATION = str(_KUBECONFIG)
 
     verbose = ["--verbose"] if os.environ.get("DRAFTGEN_TEST_KOPF_VERBOSE") else []
     try:
@@ -209,7 +216,11 @@ def running_operator():
                             "-m", "draftgen.controller.handlers"]) as runner:
             yield runner
     finally:
-        kube_config.KUBE_CONFIG_DEFAULT_LOCATION = default_kubeconfig
+        kube_config.KUBE_CONFIG_DEFAULT_LOCATION = saved_default
+        if saved_env is None:
+            os.environ.pop("KUBECONFIG", None)
+        else:
+            os.environ["KUBECONFIG"] = saved_env
     assert runner.exception is None, runner.output[-4000:]
     assert runner.exit_code == 0, runner.output[-4000:]
 
