@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 from conftest import APPS, Cluster
 
 
@@ -39,3 +41,28 @@ def test_versions_generations_conflicts_and_selectors(cluster: Cluster) -> None:
                           params={"labelSelector": "x=2"}).json()["items"]
     assert [o["metadata"]["name"] for o in listed] == ["b"]
     assert emu.creates("deployments") == ["a", "b"]
+
+
+def test_a_watch_starts_where_the_list_ended(cluster: Cluster) -> None:
+    """kopf lists, then watches from the list's resourceVersion: objects it listed must not come
+    again as ADDED (kopf would handle them twice and lose its finalizer patch to a 422), and a
+    change made after the list must come exactly once."""
+    emu = cluster.emu
+    emu.create(APPS, "deployments", "drafters", _deployment("listed", {"x": "1"}))
+    listing = emu.http.get(f"{APPS}/namespaces/drafters/deployments").json()
+    emu.create(APPS, "deployments", "drafters", _deployment("after", {"x": "2"}))
+    seen = []
+    with emu.http.stream("GET", f"{APPS}/namespaces/drafters/deployments",
+                         params={"watch": "true",
+                                 "resourceVersion": listing["metadata"]["resourceVersion"]}) as rsp:
+        lines = rsp.iter_lines()
+        for line in lines:
+            if not line.strip():
+                continue
+            event = json.loads(line)
+            seen.append((event["type"], event["object"]["metadata"]["name"]))
+            if len(seen) == 1:
+                emu.patch(APPS, "deployments", "drafters", "listed", {"spec": {"replicas": 2}})
+            if len(seen) == 2:
+                break
+    assert seen == [("ADDED", "after"), ("MODIFIED", "listed")]
