@@ -59,6 +59,11 @@ class OperatorSettings:
     http_timeout_seconds: float = 5.0
     """Timeout for reading the generator's metrics and the server's `/get_server_info`."""
 
+    handler_threads: int = 32
+    """Threads running reconciles at once. They mostly wait on the Kubernetes API and on pods
+    (a scrape that hangs holds one for `http_timeout_seconds`), so far more than CPUs: with
+    kopf's default (CPUs + 4) a few unreachable pods would delay every other job's reconcile."""
+
     crash_loop_restarts: int = 3
     """Server container restarts after which the job fails with the crash reason instead of
     waiting forever (a 1T model that OOMs at load would otherwise restart for hours)."""

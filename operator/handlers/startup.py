@@ -22,6 +22,7 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
     settings.posting.level = logging.WARNING
     # Retry failed handlers soon (API hiccups), backing off to a minute.
     settings.execution.default_backoff = min(settings.execution.default_backoff, 10)
+    settings.execution.max_workers = ours.handler_threads
     settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
     settings.persistence.finalizer = "draftgen.io/cleanup"
     # A job being deleted waits for its running timer to exit before the finalizer goes (the

@@ -53,6 +53,7 @@ def test_default_values_reach_the_operator():
     assert (s.metrics_port, s.liveness_port) == (values["operator"]["metricsPort"],
                                                  values["operator"]["livenessPort"])
     assert s.webhook is False
+    assert s.handler_threads == values["operator"]["handlerThreads"] == 32
 
 
 def test_non_default_values_reach_the_operator():
@@ -63,8 +64,8 @@ def test_non_default_values_reach_the_operator():
             s.server_mem_fraction_static) == ("lmsysorg/sglang:v0.5.6-cu129", 4, 8, 0.88)
     assert s.generator_image == "registry.example.com/ml/draftgen-generator:1.2.3"
     assert (s.metrics_port, s.liveness_port, s.poll_interval_seconds, s.http_timeout_seconds,
-            s.crash_loop_restarts, s.server_startup_seconds, s.run_as_user) == \
-        (9100, 9101, 5.0, 2.5, 5, 5400, 20000)
+            s.handler_threads, s.crash_loop_restarts, s.server_startup_seconds, s.run_as_user) == \
+        (9100, 9101, 5.0, 2.5, 64, 5, 5400, 20000)
     assert s.webhook is True and s.webhook_port == 8443
     assert s.webhook_host == "drafts-webhook.draftgen.svc"
     assert s.webhook_certfile and s.webhook_pkeyfile

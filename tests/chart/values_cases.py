@@ -30,7 +30,7 @@ def full_values() -> dict[str, Any]:
             "watchNamespaces": ["drafters", "research"],
             "peering": {"name": "drafts-peering", "create": True},
             "metricsPort": 9100, "livenessPort": 9101,
-            "pollIntervalSeconds": 5, "httpTimeoutSeconds": 2.5, "crashLoopRestarts": 5,
+            "pollIntervalSeconds": 5, "httpTimeoutSeconds": 2.5, "handlerThreads": 64, "crashLoopRestarts": 5,
             "serverStartupSeconds": 5400,
             "webhook": {"enabled": True, "port": 8443, "certSecret": "draftgen-webhook-tls"},
             "resources": {"requests": {"cpu": "200m", "memory": "300Mi"},
