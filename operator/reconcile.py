@@ -101,9 +101,14 @@ class Reconciler:
                                 {"spec": {"replicas": replicas}})
 
     def _delete_server(self, ref: JobRef) -> None:
-        for dep in self._server_objects(ref):
-            self.kube.delete("Deployment", ref.namespace, dep["metadata"]["name"])
+        deployments = self._server_objects(ref)
+        if not deployments:
+            return  # torn down already: a finished job's every poll costs one list, no deletes
+        # The Service first: should its delete fail, the Deployments are still there to make
+        # the next poll try again.
         self.kube.delete("Service", ref.namespace, names.service_name(ref.name))
+        for dep in deployments:
+            self.kube.delete("Deployment", ref.namespace, dep["metadata"]["name"])
 
     def _stop_generator(self, ref: JobRef) -> None:
         # Foreground: the Job stays until its pod is gone, so a restarted generator never
@@ -116,6 +121,7 @@ class Reconciler:
         ref = JobRef({"metadata": {"name": name, "namespace": namespace}})
         self.kube.delete("Job", namespace, names.generator_name(name), propagation="Background")
         self.kube.delete("ConfigMap", namespace, names.generator_name(name))
+        self.kube.delete("Service", namespace, names.service_name(name))
         self._delete_server(ref)
 
     # -- the reconcile ----------------------------------------------------------------------

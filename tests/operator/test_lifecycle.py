@@ -103,9 +103,20 @@ def test_create_to_success_then_teardown(cluster: Cluster, operator) -> None:
     wait_for(lambda: cluster.deployment("kimi-server-0") is None, "the server torn down")
     assert cluster.service("kimi-server") is None
     assert cluster.batch_job("kimi-generator") is not None
+    # A finished job is still polled, but its teardown is not repeated: one list per poll.
+    polls = lambda: len(_operator_requests(cluster, "list", "deployments"))  # noqa: E731
+    seen = polls()
+    wait_for(lambda: polls() >= seen + 3, "three more polls of the finished job")
+    assert len(_operator_requests(cluster, "delete", "deployments")) == 1
+    assert len(_operator_requests(cluster, "delete", "services")) == 1
 
     # Every request the operator made is allowed by the RBAC rules the chart renders.
     _assert_covered_by_rbac(cluster)
+
+
+def _operator_requests(cluster: Cluster, action: str, plural: str) -> list[dict]:
+    return [r for r in cluster.emu.requests() if r["action"] == action and r["plural"] == plural
+            and r["agent"].startswith("draftgen-operator")]
 
 
 VERBS = {"list": "list", "watch": "watch", "fetch": "get", "create": "create",
