@@ -145,8 +145,11 @@ class LengthModel:
         return bisect.bisect_right(self._sorted, tokens) / len(self._sorted)
 
     def predict(self) -> float:
-        """Tokens to reserve for one request (a high quantile: capacity errs on the safe side)."""
-        return min(float(self.max_new_tokens), max(1.0, self.quantile(0.9)))
+        """Completion tokens one request adds to the server's load: the expected length (a
+        high quantile per request would overstate the sum of many by the tail's share —
+        twice the mean here — and leave a KV-bound server under-filled; the live queue and
+        KV readings are what hold admission back)."""
+        return min(float(self.max_new_tokens), max(1.0, self.mean()))
 
 
 def predicted_in_flight(model: LengthModel, in_flight: Sequence[float]) -> tuple[float, float]:
