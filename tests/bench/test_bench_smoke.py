@@ -60,4 +60,16 @@ def test_vs_standard_client_runs(sglang_server, tmp_path: Path) -> None:
     result = run_bench("vs_standard_client",
                        ["--url", sglang_server.url, "--tokens", "40", "--sweep", "2"], tmp_path)
     clients = [row[0] for row in result["rows"]]
-    assert clients == ["draftgen generate", "sglang.bench_serving", "fixed asyncio client"]
+    assert clients == ["draftgen generate", "draftgen generate (again)", "sglang.bench_serving",
+                       "fixed asyncio client"]
+    few = result["columns"].index("≤ 2 in flight s")
+    assert all(row[few] >= 0 for row in result["rows"] if row[0] != "sglang.bench_serving")
+
+
+def test_few_in_flight_seconds_counts_only_the_thin_stretches(monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    from vs_standard_client import few_in_flight_seconds
+
+    # One long request; two short ones overlap it from 1 to 2-3 s: 3 in flight for 1 s.
+    assert few_in_flight_seconds([(0, 10), (1, 2), (1, 3)]) == 9
+    assert few_in_flight_seconds([(0, 10), (1, 2), (1, 3)], at_most=3) == 10
