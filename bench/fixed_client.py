@@ -50,9 +50,10 @@ class RunResult:
 
 async def run_fixed(url: str, datasets: list[tuple[str, list[Request]]], *, concurrency: int,
                     max_samples: int | None = None, temperature: float = 1.0,
-                    ignore_eos: bool = True) -> RunResult:
+                    ignore_eos: bool = True, sampling: dict | None = None) -> RunResult:
     """Each dataset in turn, `concurrency` requests in flight, at most `max_samples` requests
-    per dataset; the next dataset starts when the previous one has fully drained."""
+    per dataset; the next dataset starts when the previous one has fully drained. `sampling`:
+    more sampling parameters for every request (e.g. stop ids)."""
     result = RunResult()
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=url, timeout=3600, limits=limits) as client:
@@ -73,7 +74,7 @@ async def run_fixed(url: str, datasets: list[tuple[str, list[Request]]], *, conc
                         rsp = await client.post("/generate", json={
                             "input_ids": r.input_ids, "sampling_params": {
                                 "max_new_tokens": r.max_new_tokens, "temperature": temperature,
-                                "ignore_eos": ignore_eos}})
+                                "ignore_eos": ignore_eos, **(sampling or {})}})
                         rsp.raise_for_status()
                         n = len(rsp.json()["output_ids"])
                     except (httpx.HTTPError, KeyError, ValueError):

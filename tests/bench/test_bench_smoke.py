@@ -61,7 +61,7 @@ def test_vs_standard_client_runs(sglang_server, tmp_path: Path) -> None:
                        ["--url", sglang_server.url, "--tokens", "40", "--sweep", "2"], tmp_path)
     clients = [row[0] for row in result["rows"]]
     assert clients == ["draftgen generate", "draftgen generate (again)", "sglang.bench_serving",
-                       "fixed asyncio client"]
+                       "fixed asyncio client", "fixed client, draftgen's sampling"]
     few = result["columns"].index("≤ 2 in flight s")
     assert all(row[few] >= 0 for row in result["rows"] if row[0] != "sglang.bench_serving")
 
