@@ -148,6 +148,17 @@ def _shortfall(runs: list[tuple], rates: list[float], ratio: float) -> str:
             f"flight for {few:.1f} s at the ends of its budgets (the replays know where they end)")
 
 
+def fixed_row(label: str, concurrency: int, datasets: list[tuple[str, list[Request]]],
+              result) -> tuple:
+    """A fixed-client run's row of the table (as `run_draftgen`'s)."""
+    pairs = {n: [(t.sent, t.done) for t in result.timings if t.dataset == n] for n, _ in datasets}
+    names = [n for n, _ in datasets]
+    return (label, concurrency, len(result.timings),
+            sum(len(r.input_ids) for _, rs in datasets for r in rs), result.completion_tokens,
+            result.start, result.end, boundary_gap(pairs[names[0]], pairs[names[1]]),
+            few_in_flight_seconds([p for ps in pairs.values() for p in ps]))
+
+
 def flush_cache(url: str) -> None:
     """Empty the server's prefix cache, so no client gains from prompts an earlier one sent."""
     import httpx
@@ -287,12 +298,7 @@ def main() -> None:
                       for n in names]
             flush_cache(url)
             fixed = asyncio.run(run_fixed(url, per_ds, concurrency=best[0]))
-            fpairs = {n: [(t.sent, t.done) for t in fixed.timings if t.dataset == n] for n in names}
-            runs.append(("fixed asyncio client", best[0], len(fixed.timings),
-                         sum(len(r.input_ids) for _, rs in per_ds for r in rs),
-                         fixed.completion_tokens, fixed.start, fixed.end,
-                         boundary_gap(fpairs[names[0]], fpairs[names[1]]),
-                         few_in_flight_seconds([p for ps in fpairs.values() for p in ps])))
+            runs.append(fixed_row("fixed asyncio client", best[0], per_ds, fixed))
 
             # 3b. The same client sending draftgen's own requests (its sampling: stop ids, each
             # dataset's maxNewTokens, no ignore_eos) instead of replaying known lengths — what
@@ -301,12 +307,7 @@ def main() -> None:
             flush_cache(url)
             own = asyncio.run(run_fixed(url, real, concurrency=best[0], ignore_eos=False,
                                         sampling=DRAFTGEN_SAMPLING))
-            opairs = {n: [(t.sent, t.done) for t in own.timings if t.dataset == n] for n in names}
-            runs.append(("fixed client, draftgen's sampling", best[0], len(own.timings),
-                         sum(len(r.input_ids) for _, rs in real for r in rs),
-                         own.completion_tokens, own.start, own.end,
-                         boundary_gap(opairs[names[0]], opairs[names[1]]),
-                         few_in_flight_seconds([p for ps in opairs.values() for p in ps])))
+            runs.append(fixed_row("fixed client, draftgen's sampling", best[0], real, own))
 
             # 4. draftgen again, last: the machine's load drifts over minutes, so its rate is
             # the mean of a run before the others and one after them.
