@@ -85,8 +85,7 @@ def write_job(work: Path, tokens: int) -> Path:
             "model": {"weights": str(MODEL), "chatTemplateKwargs": {"thinking": True},
                       "generationPrefix": "<think>"},
             "server": {"tensorParallelSize": 1},
-            # Not seeded: SGLang's seeded sampling hashes the whole vocabulary per token, which
-            # costs this CPU server several % of its rate.
+            # Not seeded (as a job without `sampling.seed`): draftgen's second run samples anew.
             "sampling": {"temperature": 1.0, "maxNewTokens": 96, "stopTokenIds": STOP_IDS},
             "generator": {"tokenizerWorkers": 1},
             "datasets": [
