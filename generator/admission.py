@@ -69,6 +69,7 @@ class LengthModel:
         self._recent: deque[int] = deque(maxlen=WINDOW)
         self._sorted: list[int] = []
         self._events: tuple[np.ndarray, np.ndarray] | None = None  # distinct lengths, counts
+        self._mean: float | None = None  # of the finished generations alone, until the next one
         for n in observed or []:
             self.observe(n)
 
@@ -78,7 +79,7 @@ class LengthModel:
             del self._sorted[bisect.bisect_left(self._sorted, old)]
         self._recent.append(completion_tokens)
         bisect.insort(self._sorted, min(completion_tokens, self.max_new_tokens))
-        self._events = None
+        self._events = self._mean = None
 
     @property
     def count(self) -> int:
@@ -119,24 +120,11 @@ class LengthModel:
         mass[-1] = survival_before[-1]  # nothing is longer than maxNewTokens
         return LengthEstimate(values, mass, events_at_or_above)
 
-    def moments_above(self, produced: float = 0.0) -> tuple[float, float]:
-        """Mean and variance of the final length of a generation known to have produced at
-        least `produced` tokens (finished generations only)."""
-        mean, var, _ = self.estimate().moments([produced])
-        return float(mean[0]), float(var[0])
-
     def mean(self) -> float:
-        return self.moments_above(0.0)[0]
-
-    def sd(self) -> float:
-        return math.sqrt(self.moments_above(0.0)[1])
-
-    def quantile(self, q: float) -> float:
-        """The q-quantile of completion lengths (the prior before enough data)."""
-        if not self.informed:
-            return float(self.max_new_tokens)
-        i = min(len(self._sorted) - 1, max(0, math.ceil(q * len(self._sorted)) - 1))
-        return float(self._sorted[i])
+        """Expected length of the next generation, from the finished ones (and the prior)."""
+        if self._mean is None:  # asked per request started: computed once per finished one
+            self._mean = float(self.estimate().moments([0.0])[0][0])
+        return self._mean
 
     def chance_within(self, tokens: float) -> float:
         """Chance that one more generation is at most `tokens` long."""
