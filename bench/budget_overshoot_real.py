@@ -12,30 +12,29 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import TINY_KIMI, TINY_KIMI_MODEL, job_document  # noqa: E402
+
 
 
 def _write_inputs(directory: Path, rows: int, args: argparse.Namespace) -> Path:
     with open(directory / "prompts.jsonl", "w") as f:
         for i in range(rows):
             f.write(json.dumps({"id": f"p{i}", "prompt": f"Question {i}: explain topic {i % 97}."}) + "\n")
-    job = {"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-           "metadata": {"name": "bench"},
-           "spec": {"model": {"weights": str(TINY_KIMI), "chatTemplateKwargs": {"thinking": True},
-                              "generationPrefix": "<think>"},
-                    "server": {"tensorParallelSize": 1},
-                    "sampling": {"temperature": 1.0, "maxNewTokens": args.max_new_tokens, "seed": 1},
-                    "generator": {"concurrency": {"mode": "fixed", "maxRequests": args.in_flight},
-                                  "onBudgetMet": "finish", "tokenizerWorkers": 1},
-                    "datasets": [{"name": "p", "source": "prompts.jsonl", "format": "prompt",
-                                  "budget": {"completionTokens": args.budget}}]}}
+    job = job_document(
+        "bench", model=TINY_KIMI_MODEL,
+        sampling={"temperature": 1.0, "maxNewTokens": args.max_new_tokens, "seed": 1},
+        generator={"concurrency": {"mode": "fixed", "maxRequests": args.in_flight},
+                   "onBudgetMet": "finish", "tokenizerWorkers": 1},
+        datasets=[{"name": "p", "source": "prompts.jsonl", "format": "prompt",
+                   "budget": {"completionTokens": args.budget}}])
     path = directory / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     return path

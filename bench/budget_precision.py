@@ -38,7 +38,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import BENCH_DIR, Goal, Result  # noqa: E402
+from common import BENCH_DIR, Goal, Result, job_document  # noqa: E402
 
 MAX_NEW = 8192
 MU, SIGMA = math.log(1000) - 1.2 ** 2 / 2, 1.2  # lognormal with mean 1,000
@@ -130,15 +130,12 @@ def run_draftgen(budget: int, in_flight: int, policy: str, seed: int, mean: floa
     from draftgen.generator.samples import Sample
     from draftgen.spec import parse_job
 
-    job = parse_job({
-        "apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-        "metadata": {"name": "budget"},
-        "spec": {"model": {"weights": "unused"}, "server": {"tensorParallelSize": 1},
-                 "sampling": {"maxNewTokens": MAX_NEW},
-                 "generator": {"concurrency": {"mode": "fixed", "maxRequests": in_flight},
-                               "onBudgetMet": policy},
-                 "datasets": [{"name": "d", "source": "unused", "format": "prompt",
-                               "budget": {"completionTokens": budget}}]}})
+    job = parse_job(job_document(
+        "budget", model={"weights": "unused"}, sampling={"maxNewTokens": MAX_NEW},
+        generator={"concurrency": {"mode": "fixed", "maxRequests": in_flight},
+                   "onBudgetMet": policy},
+        datasets=[{"name": "d", "source": "unused", "format": "prompt",
+                   "budget": {"completionTokens": budget}}]))
 
     def source(dataset, skip, max_prompt):
         for i in range(10 * budget // int(mean) + 10 * in_flight):

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import BENCH_DIR, PY, REPO, TINY_KIMI, Goal, Result  # noqa: E402
+from common import BENCH_DIR, PY, REPO, TINY_KIMI, Goal, Result, job_document  # noqa: E402
 from draftgen.testing.sglang import free_port
 
 # The field's rates (field-facts.md): an 8-GPU server gives about 1,000-2,000 tokens/s.
@@ -40,18 +40,12 @@ def _write_job(workdir: Path, requests: int, prompt_tokens: int, in_flight: int)
         for i in range(requests):
             ids = [rng.randrange(1000, 160_000) for _ in range(prompt_tokens)]
             f.write(json.dumps({"id": f"p{i}", "input_ids": ids}) + "\n")
-    job = {
-        "apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-        "metadata": {"name": "client-cost"},
-        "spec": {
-            "model": {"weights": str(TINY_KIMI)},
-            "server": {"tensorParallelSize": 1},
-            "sampling": {"temperature": 1.0, "maxNewTokens": 4096},
-            "generator": {"concurrency": {"mode": "fixed", "maxRequests": in_flight},
-                          "tokenizerWorkers": 1},
-            "datasets": [{"name": "pre", "source": str(data), "format": "pretokenized"}],
-        },
-    }
+    job = job_document(
+        "client-cost", model={"weights": str(TINY_KIMI)},
+        sampling={"temperature": 1.0, "maxNewTokens": 4096},
+        generator={"concurrency": {"mode": "fixed", "maxRequests": in_flight},
+                   "tokenizerWorkers": 1},
+        datasets=[{"name": "pre", "source": str(data), "format": "pretokenized"}])
     path = workdir / "job.yaml"
     path.write_text(json.dumps(job))
     return path

@@ -31,6 +31,15 @@ MODELS = CACHE / "models"
 TINY_KIMI = MODELS / "tiny-kimi"
 SGLANG_PY = CACHE / "venv-sglang" / "bin" / "python"
 PY = CACHE / "venv" / "bin" / "python"
+# tiny-kimi as a job's `model`: Kimi-K2's template with its thinking prefix.
+TINY_KIMI_MODEL = {"weights": str(TINY_KIMI), "chatTemplateKwargs": {"thinking": True},
+                   "generationPrefix": "<think>"}
+
+
+def job_document(name: str, **spec) -> dict:
+    """A GenerationJob document named `name` with `spec` (one server of TP 1 unless given)."""
+    return {"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
+            "metadata": {"name": name}, "spec": {"server": {"tensorParallelSize": 1}, **spec}}
 
 
 def machine() -> dict[str, Any]:

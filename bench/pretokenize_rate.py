@@ -36,7 +36,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import BENCH_DIR, TINY_KIMI, Goal, Result  # noqa: E402
+from common import BENCH_DIR, TINY_KIMI, TINY_KIMI_MODEL, Goal, Result, job_document  # noqa: E402
 
 WORDS = ("def return class import the a data model token budget server queue cache prompt "
          "answer reason because however python kernel graph batch decode memory layer vector "
@@ -67,18 +67,10 @@ def write_rows(path: Path, n: int, seed: int) -> None:
 def job_for(workdir: Path, workers: int):
     from draftgen.spec import parse_job
 
-    return parse_job({
-        "apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-        "metadata": {"name": "pretokenize"},
-        "spec": {
-            "model": {"weights": str(TINY_KIMI), "chatTemplateKwargs": {"thinking": True},
-                      "generationPrefix": "<think>"},
-            "server": {"tensorParallelSize": 1},
-            "generator": {"tokenizerWorkers": max(1, workers)},
-            "datasets": [{"name": "warm", "source": "warm.jsonl", "format": "messages"},
-                         {"name": "main", "source": "main.jsonl", "format": "messages"}],
-        },
-    })
+    return parse_job(job_document(
+        "pretokenize", model=TINY_KIMI_MODEL, generator={"tokenizerWorkers": max(1, workers)},
+        datasets=[{"name": "warm", "source": "warm.jsonl", "format": "messages"},
+                  {"name": "main", "source": "main.jsonl", "format": "messages"}]))
 
 
 def draftgen_rate(workdir: Path, workers: int) -> tuple[float, int, int]:

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import BENCH_DIR, REPO, TINY_KIMI, Goal, Result  # noqa: E402
+from common import BENCH_DIR, REPO, TINY_KIMI, Goal, Result, job_document  # noqa: E402
 
 DATASETS = 4
 SHARD = 10_000  # spec.output.shardMaxRecords default
@@ -103,13 +103,10 @@ def main() -> None:
                          size / 1e9 / DATASETS, round(scan_s, 1), scanned / scan_s, round(rss)])
         del state
 
-        job = {"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-               "metadata": {"name": "resume"},
-               "spec": {"model": {"weights": str(TINY_KIMI)}, "server": {"tensorParallelSize": 1},
-                        "generator": {"tokenizerWorkers": 1},
-                        "datasets": [{"name": f"ds{d}", "source": "unused.jsonl", "format": "prompt",
-                                      "budget": {"completionTokens": 1000}}
-                                     for d in range(DATASETS)]}}
+        job = job_document(
+            "resume", model={"weights": str(TINY_KIMI)}, generator={"tokenizerWorkers": 1},
+            datasets=[{"name": f"ds{d}", "source": "unused.jsonl", "format": "prompt",
+                       "budget": {"completionTokens": 1000}} for d in range(DATASETS)])
         (work / "job.yaml").write_text(json.dumps(job))
         cmd = [str(REPO / ".cache/venv/bin/draftgen"), "generate", "--job", str(work / "job.yaml"),
                "--server", "http://127.0.0.1:9", "--output", str(out), "--progress", "log"]

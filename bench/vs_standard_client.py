@@ -36,11 +36,11 @@ import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (BENCH_DIR, CACHE, MODELS, REPO, RESULTS, SGLANG_PY, Goal, MetricsSampler,  # noqa: E402
-                    Result, sglang_available, sglang_server)
+from common import (BENCH_DIR, CACHE, REPO, RESULTS, SGLANG_PY, TINY_KIMI, TINY_KIMI_MODEL,  # noqa: E402
+                    Goal, MetricsSampler, Result, job_document, sglang_available, sglang_server)
 from fixed_client import Request, run_fixed  # noqa: E402
 
-MODEL = MODELS / "tiny-kimi"
+MODEL = TINY_KIMI
 KV_TOKENS = 2048
 # Sampling with 1 in 200 of the vocabulary as stop ids gives mixed completion lengths
 # (roughly geometric) even though the model's weights are random.
@@ -78,22 +78,14 @@ def write_inputs(work: Path, rows: int) -> None:
 
 
 def write_job(work: Path, tokens: int) -> Path:
-    job = {
-        "apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-        "metadata": {"name": "vs-standard-client"},
-        "spec": {
-            "model": {"weights": str(MODEL), "chatTemplateKwargs": {"thinking": True},
-                      "generationPrefix": "<think>"},
-            "server": {"tensorParallelSize": 1},
-            # Not seeded (as a job without `sampling.seed`): draftgen's second run samples anew.
-            "sampling": {"temperature": 1.0, "maxNewTokens": 96, "stopTokenIds": STOP_IDS},
-            "generator": {"tokenizerWorkers": 1},
-            "datasets": [
-                {"name": name, "source": f"data/{name}.jsonl", "format": fmt,
-                 "sampling": {"maxNewTokens": max_new}, "budget": {"completionTokens": tokens}}
-                for name, (fmt, max_new) in DATASETS.items()],
-        },
-    }
+    job = job_document(
+        "vs-standard-client", model=TINY_KIMI_MODEL,
+        # Not seeded (as a job without `sampling.seed`): draftgen's second run samples anew.
+        sampling={"temperature": 1.0, "maxNewTokens": 96, "stopTokenIds": STOP_IDS},
+        generator={"tokenizerWorkers": 1},
+        datasets=[{"name": name, "source": f"data/{name}.jsonl", "format": fmt,
+                   "sampling": {"maxNewTokens": max_new}, "budget": {"completionTokens": tokens}}
+                  for name, (fmt, max_new) in DATASETS.items()])
     path = work / "job.yaml"
     path.write_text(json.dumps(job))
     return path
