@@ -1,29 +1,33 @@
-# syntax=docker/dockerfile:1
 # One image for the draftgen operator and generator: `draftgen operator`, `draftgen generate ...`.
 # The SGLang server runs SGLang's own published image (serverDefaults.image in the Helm chart).
 #
-# Reproducible from the lock: every Python package is built or fetched at the exact version in
+# Reproducible from the lock: every Python package is fetched (or built) at the exact version in
 # constraints.txt (the project's `pip freeze`), in a builder stage; the final stage installs only
 # those wheels, offline, and carries no compiler. Pin PYTHON_IMAGE by digest for bit-for-bit
 # rebuilds, e.g. --build-arg PYTHON_IMAGE=python:3.11-slim@sha256:<digest>.
 #
-#   docker build -t draftgen:0.1.0 .
+# Builds with the engine's built-in BuildKit frontend (DOCKER_BUILDKIT=1 or buildx); there is
+# deliberately no `# syntax=` line, which would pull a frontend image from Docker Hub.
+#
+#   make image                      # or: docker build -t ghcr.io/draftgen/draftgen:0.1.0 .
 ARG PYTHON_IMAGE=python:3.11-slim
 
 FROM ${PYTHON_IMAGE} AS builder
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
-# Compilers live here only, for any dependency that ships no wheel for this platform.
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends build-essential \
-    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml constraints.txt README.md ./
+# Every runtime dependency has a wheel for linux/amd64 and linux/arm64, so the builder needs no
+# compiler; a dependency without one fails here, loudly, rather than compiling something unlocked.
+# The dependencies first, in their own layer, so a source change does not fetch them again.
+COPY pyproject.toml constraints.txt ./
+RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" > requirements.txt \
+    && pip wheel --wheel-dir /wheels -c constraints.txt -r requirements.txt
+COPY README.md ./
 COPY draftgen/ draftgen/
 COPY generator/ generator/
 COPY operator/ operator/
-# draftgen and every runtime dependency as wheels, each at the version the lock names.
-RUN pip wheel --wheel-dir /wheels -c constraints.txt .
+# draftgen itself, resolved against the wheels above at the versions the lock names.
+RUN pip wheel --no-deps --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}
 ENV PYTHONUNBUFFERED=1 \

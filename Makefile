@@ -6,7 +6,7 @@ VENV := .cache/venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test test-fast setup venv sglang models system crd bench clean lint
+.PHONY: all demo test test-fast setup venv sglang models system docker image crd bench clean lint
 
 all: test
 
@@ -30,7 +30,17 @@ models: sglang
 system:
 	bash scripts/setup_system.sh
 
-setup: venv sglang models system
+# Debian's Docker engine and a stand-in Python base image built from Debian's packages (cached as
+# a tarball under .cache/docker-base), for the tests marked `image` (see docs/image.md).
+docker:
+	bash scripts/docker/setup.sh
+
+# The draftgen image, tagged with the package version, built by whatever engine runs (else the
+# project's own daemon under .cache/docker with the stand-in base). PYTHON_IMAGE=... picks a base.
+image:
+	PYTHON_IMAGE=$(PYTHON_IMAGE) bash scripts/docker/image.sh
+
+setup: venv sglang models system docker
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)

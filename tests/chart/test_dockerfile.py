@@ -1,4 +1,4 @@
-"""The Dockerfile's structure (no Docker engine exists here to build it): multi-stage, the final
+"""The Dockerfile's structure (tests/image builds and runs it): multi-stage, the final
 stage runs as a non-root user with no compilers, everything installs from the lock
 (constraints.txt), and one `draftgen` entrypoint serves the operator and the generator."""
 
@@ -107,3 +107,10 @@ def test_lock_pins_every_runtime_dependency(repo):
 def test_dockerignore_keeps_the_context_small_and_secret_free(repo):
     ignored = set((repo / ".dockerignore").read_text().split())
     assert {".git", ".cache", "tests", "out"} <= ignored
+
+
+def test_no_syntax_directive(repo):
+    """A `# syntax=` line makes BuildKit pull a frontend image from Docker Hub before anything
+    else: builds must work with the engine's built-in frontend, offline, from a local base."""
+    head = (repo / "Dockerfile").read_text().lstrip().splitlines()[:5]
+    assert not any(re.match(r"#\s*syntax\s*=", line, re.I) for line in head)

@@ -1,0 +1,25 @@
+"""`draftgen generate` inside the image, as the chart runs it, against the real CPU SGLang server on
+the host network: the job, datasets and tokenizer come from a read-only mount, the records go to
+another, and they are exactly what the tokenizer and the server say."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import IN, OUT
+from .jobs import copy_tokenizer, records, verify, write_job
+
+pytestmark = [pytest.mark.image, pytest.mark.sglang]
+
+
+def test_generate_in_the_container_writes_verified_records(container, sglang_server, tiny_kimi):
+    from transformers import AutoTokenizer
+
+    copy_tokenizer(tiny_kimi, container.inputs / "tiny-kimi")
+    write_job(container.inputs / "job-kimi", f"{IN}/job-kimi", f"{IN}/tiny-kimi")
+    run = container.exec("draftgen", "generate", "--job", f"{IN}/job-kimi/job.yaml",
+                         "--server", sglang_server.url, "--output", f"{OUT}/kimi",
+                         "--progress", "log", check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    verify(records(container.outputs / "kimi" / "chat"), AutoTokenizer.from_pretrained(
+        str(tiny_kimi)), sglang_server.url)
