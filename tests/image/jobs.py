@@ -67,10 +67,10 @@ def records(directory: Path) -> list[dict]:
 
 def verify(recs: list[dict], tokenizer: Any, server_url: str) -> None:
     """input_ids = the tokenizer's own template ids; output_ids = a direct /generate."""
-    by_id = {r["id"]: r for r in recs}
-    assert sorted(by_id) == sorted(r["id"] for r in ROWS)
-    for row in ROWS:
-        rec = by_id[row["id"]]
+    assert sorted(r["source_index"] for r in recs) == list(range(len(ROWS)))
+    for rec in recs:
+        row = ROWS[rec["source_index"]]
+        assert rec["id"] == f"chat/{row['id']}/0"
         own = tokenizer.apply_chat_template(row["messages"], tools=row.get("tools"),
                                             add_generation_prompt=True, tokenize=True,
                                             return_dict=False, thinking=True)
