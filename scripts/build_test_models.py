@@ -11,6 +11,12 @@ Builds, deterministically (fixed seeds, no network):
                    (163584..163607, vocab 163840), a Kimi-K2-style chat template (tool_declare
                    turn with TypeScript-like tool signatures, tool-call section tokens, ``thinking``
                    kwarg) and a tiny LlamaForCausalLM whose EOS is ``<|im_end|>`` (163586).
+* ``tiny-kimi-tiktoken/`` tiny-kimi's weights with a tokenizer loaded only through
+                   ``trust_remote_code``: ``tokenization_tinykimi.py`` (scripts/test_models/) wraps a
+                   tiktoken BPE file (``tiktoken.model``, built here: base64 token + rank per line)
+                   with Kimi's special ids, and hands the chat template a TypeScript-like tool
+                   declaration it computes (``tools_ts_str``), as Kimi-K2.5's tokenizer does.
+                   Needs tiktoken only to load, not to build.
 * ``tiny-chatml/`` small byte-level BPE (256 bytes + merges) with ChatML specials, a Qwen3-style
                    template (``<tools>`` JSON, ``enable_thinking`` kwarg) and a tiny
                    Qwen2ForCausalLM whose EOS is ``<|im_end|>``.
@@ -411,11 +417,16 @@ COMMON = {
 }
 
 
+TEST_MODEL_SOURCES = Path(__file__).resolve().parent / "test_models"
+
+
 def recipe_hash(name: str) -> str:
     from importlib.metadata import version
 
     h = hashlib.sha256()
     h.update(Path(__file__).read_bytes())
+    for src in sorted(TEST_MODEL_SOURCES.glob("*.py")):
+        h.update(src.read_bytes())
     libs = "|".join(f"{m}={version(m)}" for m in ("torch", "transformers", "tokenizers"))
     h.update(f"{name}|{RECIPE_VERSION}|{libs}".encode())
     return h.hexdigest()
@@ -656,7 +667,64 @@ def build_chatml(out_dir: Path) -> None:
     build_model(out_dir, "tiny-chatml", eos_id=eos_id, bos_id=None)
 
 
-BUILDERS = {"tiny-kimi": build_kimi, "tiny-chatml": build_chatml}
+# Kimi-K2.5's way: the tokenizer class computes the tool declaration (`tools_ts_str`); the template
+# only places it (and falls back to JSON, which a test would notice, when it is missing).
+TIKTOKEN_KIMI_TEMPLATE = (
+    KIMI_TEMPLATE[KIMI_TEMPLATE.index("{%- macro render_content"):KIMI_TEMPLATE.index("{%- if tools -%}")]
+    + "{%- if tools -%}\n<|im_system|>tool_declare<|im_middle|>"
+    + "{%- if tools_ts_str -%}{{ tools_ts_str }}{%- else -%}{{ tools | tojson }}{%- endif -%}"
+    + "<|im_end|>\n{%- endif -%}\n"
+    + KIMI_TEMPLATE[KIMI_TEMPLATE.index("{%- if messages | length == 0"):]
+)
+
+
+def tiktoken_ranks(num_merges: int, first_special: int) -> dict[bytes, int]:
+    """tiny-kimi's byte-level BPE as tiktoken ranks (token bytes -> id): the 256 bytes, the merged
+    tokens in merge order, then unreachable 6-byte fillers (no part of them is a token) up to the
+    first special id, so every id below it decodes."""
+    u2b = {c: b for b, c in bytes_to_unicode().items()}
+    ranks = {bytes([b]): b for b in range(256)}
+    for a, b in train_bpe(CORPUS, num_merges):
+        ranks.setdefault(bytes(u2b[c] for c in a + b), len(ranks))
+    for i in range(len(ranks), first_special):
+        ranks[b"\x00\x00" + i.to_bytes(4, "big")] = i
+    return ranks
+
+
+def build_kimi_tiktoken(out_dir: Path) -> None:
+    import base64
+    import shutil
+
+    ranks = tiktoken_ranks(200, min(KIMI_SPECIALS))
+    with open(out_dir / "tiktoken.model", "w", encoding="ascii") as f:
+        f.writelines(f"{base64.b64encode(tok).decode()} {rank}\n" for tok, rank in ranks.items())
+    shutil.copy2(TEST_MODEL_SOURCES / "tokenization_tinykimi.py", out_dir)
+    added = {str(i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False,
+                      "single_word": False, "special": True} for i, s in KIMI_SPECIALS.items()}
+    cfg = {
+        "tokenizer_class": "TinyKimiTokenizer",
+        "auto_map": {"AutoTokenizer": ["tokenization_tinykimi.TinyKimiTokenizer", None]},
+        "added_tokens_decoder": added,
+        "bos_token": "[BOS]",
+        "eos_token": "[EOS]",
+        "pad_token": "[EOS]",
+        "unk_token": None,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": COMMON["max_position_embeddings"],
+    }
+    (out_dir / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    (out_dir / "chat_template.jinja").write_text(TIKTOKEN_KIMI_TEMPLATE)
+    # The weights (and hence the server's vocabulary) are tiny-kimi's: reuse them when built.
+    sibling = out_dir.parent / "tiny-kimi"
+    if (sibling / "model.safetensors").exists():
+        for name in ("config.json", "generation_config.json", "model.safetensors"):
+            shutil.copy2(sibling / name, out_dir / name)
+    else:
+        build_model(out_dir, "tiny-kimi", eos_id=163586, bos_id=163584)
+
+
+BUILDERS = {"tiny-kimi": build_kimi, "tiny-chatml": build_chatml,
+            "tiny-kimi-tiktoken": build_kimi_tiktoken}
 
 # --------------------------------------------------------------------------------------------
 # Checks
@@ -700,8 +768,17 @@ SAMPLE_MESSAGES = [
 def check(out_dir: Path, name: str, verbose: bool = True) -> None:
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(out_dir))
-    if name == "tiny-kimi":
+    if name == "tiny-kimi-tiktoken":
+        try:
+            import tiktoken  # noqa: F401
+        except ImportError:  # the SGLang venv: the draftgen venv's tests load it
+            if verbose:
+                print(f"--- {name}: not loaded (tiktoken is not installed here)")
+            return
+        tok = AutoTokenizer.from_pretrained(str(out_dir), trust_remote_code=True)
+    else:
+        tok = AutoTokenizer.from_pretrained(str(out_dir))
+    if name in ("tiny-kimi", "tiny-kimi-tiktoken"):
         for i, s in KIMI_SPECIALS.items():
             got = tok.encode(s, add_special_tokens=False)
             assert got == [i], (s, got)
@@ -724,6 +801,7 @@ def check(out_dir: Path, name: str, verbose: bool = True) -> None:
         text = tok.apply_chat_template(
             SAMPLE_MESSAGES, tools=SAMPLE_TOOLS, add_generation_prompt=True, tokenize=False
         )
+        assert "type get_weather = (_: {" in text, text[:300]
     else:
         for s in CHATML_NAMES:
             got = tok.encode(s, add_special_tokens=False)

@@ -23,6 +23,8 @@ def examples(repo: Path) -> Path:
 
 SGLANG_VENV = REPO / ".cache" / "venv-sglang"
 TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
+# tiny-kimi's weights with a tiktoken tokenizer that loads only as remote code (trust_remote_code).
+TINY_KIMI_TIKTOKEN = REPO / ".cache" / "models" / "tiny-kimi-tiktoken"
 # Small enough that admission is genuinely KV-bound: requests queue exactly as on a GPU.
 SGLANG_TEST_MAX_TOTAL_TOKENS = 4096
 
@@ -32,6 +34,14 @@ def tiny_kimi() -> Path:
     if not (TINY_KIMI / "tokenizer.json").exists():
         pytest.skip(f"{TINY_KIMI} is missing: run `make models`")
     return TINY_KIMI
+
+
+@pytest.fixture(scope="session")
+def tiny_kimi_tiktoken() -> Path:
+    """Same weights and special ids as tiny-kimi, so the tiny-kimi server serves its prompts."""
+    if not (TINY_KIMI_TIKTOKEN / "tiktoken.model").exists():
+        pytest.skip(f"{TINY_KIMI_TIKTOKEN} is missing: run `make models`")
+    return TINY_KIMI_TIKTOKEN
 
 
 @pytest.fixture(scope="session")
