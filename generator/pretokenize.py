@@ -40,6 +40,7 @@ from draftgen.spec import GenerationJob
 from .integrity import (PROBE_MESSAGES, PROBE_TOOL_NAME, PROBE_TOOLS, IntegrityError,
                         check_generation_prefix, check_special_tokens, missing_tool_names,
                         tokenizer_fingerprint)
+from .tokenizer_imports import missing_package_message
 
 BATCH_PROMPTS = 32  # prompts per task: amortizes the pickling round trip and the batch encode
 BATCH_UNITS = 256   # items (incl. rejects) per batch at most, so memory stays bounded
@@ -70,6 +71,8 @@ def load_tokenizer(location: str, trust_remote_code: bool) -> Any:
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code)
     except Exception as err:  # transformers raises OSError, ValueError, ImportError, ...
+        if (missing := missing_package_message(err, location, where)) is not None:
+            raise TokenizerError(missing) from None
         hint = ("the directory holds no loadable tokenizer" if Path(location).is_absolute() else
                 "as a hub id it needs network access (is HF_HUB_OFFLINE set?) or a cached copy")
         raise TokenizerError(

@@ -1,15 +1,34 @@
-"""`draftgen validate`: the same checks the operator and the generator make, before you apply."""
+"""`draftgen validate`: the same checks the operator and the generator make, before you apply.
+
+With `--tokenizer`, also load each job's tokenizer here and run the generator's start-up checks on
+it (special tokens, chat template, generation prefix), so a tokenizer that cannot load (a missing
+package its own code imports, trustRemoteCode unset, a wrong path) shows before any server starts.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from draftgen.spec import SpecError, load_job
+from draftgen.spec import GenerationJob, SpecError, load_job
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", nargs="+", help="GenerationJob YAML files")
+    parser.add_argument("--tokenizer", action="store_true",
+                        help="also load each job's tokenizer (relative paths resolve from the job "
+                             "file's directory) and run the generator's start-up checks on it")
+
+
+def check_tokenizer(job: GenerationJob, base_dir: Path) -> str:
+    """Load the tokenizer as the generator does; a one-line summary, or TokenizerError /
+    IntegrityError with the generator's own message."""
+    from draftgen.generator.pretokenize import open_tokenizer
+
+    with open_tokenizer(job, base_dir, workers=0) as ctx:
+        tok = ctx.tokenizer
+        return f"tokenizer {type(tok).__name__} loads: {len(tok)} ids, chat template checked"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,4 +44,13 @@ def run(args: argparse.Namespace) -> int:
               f"({len(job.spec.datasets)} datasets)")
         for warning in job.spec.warnings():
             print(f"  warning: {warning}")
+        if args.tokenizer:
+            from draftgen.generator.integrity import IntegrityError
+            from draftgen.generator.pretokenize import TokenizerError
+
+            try:
+                print(f"  {check_tokenizer(job, Path(path).resolve().parent)}")
+            except (TokenizerError, IntegrityError) as err:
+                print(f"{path}: {err}", file=sys.stderr)
+                status = 1
     return status
