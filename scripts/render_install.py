@@ -28,7 +28,7 @@ def kimi_values() -> dict:
     job = yaml.safe_load((REPO / "examples" / "kimi-k2.5.yaml").read_text())
     return {
         "operator": {"replicas": 2},
-        "serverDefaults": {"image": "lmsysorg/sglang:v0.5.5-cu129"},
+        "serverDefaults": {"image": "lmsysorg/sglang:v0.5.23"},
         "monitoring": {
             "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
             "podMonitors": {"labels": {"release": "kube-prometheus-stack"},

@@ -34,7 +34,7 @@ class HierarchicalCache(SpecModel):
 class ServerSpec(SpecModel):
     """The SGLang server the operator runs: tensor parallel inside a pod, replicas side by side."""
 
-    image: str = "lmsysorg/sglang:v0.5.5-cu129"
+    image: str = "lmsysorg/sglang:v0.5.23"
     """SGLang container image."""
 
     tensor_parallel_size: int = Field(default=8, ge=1, le=64)

@@ -7,6 +7,8 @@
 #                                      # runs, and then also prints `export DRAFTGEN_DOCKER_STARTED=1`
 #   scripts/docker/engine.sh stop      # stops our daemon (by its pid file), if it runs
 #   scripts/docker/engine.sh host      # prints the DOCKER_HOST to use (running engine, else ours)
+#   scripts/docker/engine.sh running   # prints the running engine's DOCKER_HOST, exit 1 if none
+#   scripts/docker/engine.sh own       # prints our daemon's DOCKER_HOST
 #
 # Our daemon touches nothing else on the machine: its own data and exec roots, its own socket,
 # no iptables and no bridge (containers run with --network host). Storage: overlay2 where the
@@ -35,7 +37,7 @@ running_host() {  # an engine that already runs: $DOCKER_HOST, the default socke
 }
 
 install() {
-  if [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] && command -v debootstrap >/dev/null; then
+  if [ -x /usr/sbin/dockerd ] && [ -x "$DOCKER" ] && command -v debootstrap >/dev/null; then
     return 0
   fi
   $SUDO apt-get update -qq
@@ -98,5 +100,7 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   host) running_host || echo "$OWN_HOST" ;;
-  *) echo "usage: $0 install|start|stop|host" >&2; exit 2 ;;
+  running) running_host ;;  # exit 1 when no engine runs
+  own) echo "$OWN_HOST" ;;
+  *) echo "usage: $0 install|start|stop|host|running|own" >&2; exit 2 ;;
 esac

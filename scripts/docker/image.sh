@@ -16,8 +16,14 @@ VERSION="$(python3 -c "import tomllib; print(tomllib.load(open('$REPO/pyproject.
 IMAGE="${IMAGE:-ghcr.io/draftgen/draftgen}"
 TAG="$IMAGE:$VERSION"
 
-eval "$("$REPO/scripts/docker/engine.sh" start)" >&2
+# A daemon started here is stopped again at the end (its data root keeps the image and the layer
+# cache); DRAFTGEN_DOCKER_KEEP=1 leaves it running, for `docker run` by hand.
+unset DRAFTGEN_DOCKER_STARTED
+eval "$("$REPO/scripts/docker/engine.sh" start)"
 export DOCKER_HOST
+if [ -n "${DRAFTGEN_DOCKER_STARTED:-}" ] && [ -z "${DRAFTGEN_DOCKER_KEEP:-}" ]; then
+  trap '"$REPO/scripts/docker/engine.sh" stop' EXIT
+fi
 PYTHON_IMAGE="${PYTHON_IMAGE:-}"
 if [ -z "$PYTHON_IMAGE" ] && [ "$DOCKER_HOST" = "unix://$REPO/.cache/docker/docker.sock" ]; then
   PYTHON_IMAGE=local
