@@ -25,7 +25,7 @@ if [ -n "${DRAFTGEN_DOCKER_STARTED:-}" ] && [ -z "${DRAFTGEN_DOCKER_KEEP:-}" ]; 
   trap '"$REPO/scripts/docker/engine.sh" stop' EXIT
 fi
 PYTHON_IMAGE="${PYTHON_IMAGE:-}"
-if [ -z "$PYTHON_IMAGE" ] && [ "$DOCKER_HOST" = "unix://$REPO/.cache/docker/docker.sock" ]; then
+if [ -z "$PYTHON_IMAGE" ] && [ "$DOCKER_HOST" = "$("$REPO/scripts/docker/engine.sh" own)" ]; then
   PYTHON_IMAGE=local
 fi
 args=()
