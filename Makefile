@@ -60,4 +60,5 @@ crd: venv
 	$(VENV)/bin/draftgen crd --write crds/generationjob.yaml charts/draftgen/crds/generationjob.yaml
 
 clean:
+	-bash scripts/docker/engine.sh stop  # our daemon's mounts live under .cache/docker
 	rm -rf .cache out
