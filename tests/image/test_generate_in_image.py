@@ -9,7 +9,7 @@ import pytest
 from .conftest import IN, OUT
 from .jobs import copy_tokenizer, records, verify, write_job
 
-pytestmark = [pytest.mark.image, pytest.mark.sglang]
+pytestmark = [pytest.mark.image, pytest.mark.sglang, pytest.mark.timeout(1800)]
 
 
 def test_generate_in_the_container_writes_verified_records(container, sglang_server, tiny_kimi):

@@ -11,7 +11,8 @@ import yaml
 
 from .conftest import REPO, UID
 
-pytestmark = pytest.mark.image
+# The first test also builds the image (minutes with the vfs storage driver, a cold cache).
+pytestmark = [pytest.mark.image, pytest.mark.timeout(1800)]
 
 
 def _version() -> str:

@@ -17,7 +17,8 @@ from draftgen.testing.sglang import free_port
 
 from .conftest import DOCKER, IN, REPO
 
-pytestmark = pytest.mark.image
+# The first test also builds the image (minutes with the vfs storage driver, a cold cache).
+pytestmark = [pytest.mark.image, pytest.mark.timeout(1800)]
 
 GJ = "/apis/draftgen.io/v1alpha1"
 APPS = "/apis/apps/v1"
