@@ -16,7 +16,7 @@ COMMAND = "generate"
 """The `draftgen` subcommand that runs the generator."""
 
 
-class Flag(str, enum.Enum):
+class Flag(enum.StrEnum):
     """Flags of `draftgen generate`."""
 
     JOB = "--job"
