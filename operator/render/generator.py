@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from draftgen.contract.generator_cli import FATAL_EXIT_CODES, GeneratorArgs
+from draftgen.contract.model_location import is_hub
 from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
 
 from .. import names
@@ -120,7 +121,7 @@ def job(spec: GenerationJobSpec, job_name: str, namespace: str, endpoints: list[
         {"name": "HF_HOME", "value": "/tmp/huggingface"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
     ]
-    if not spec.model.tokenizer_location.startswith("hf://"):
+    if not is_hub(spec.model.tokenizer_location):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     if spec.model.hf_token_secret is not None:
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {

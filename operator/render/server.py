@@ -23,6 +23,7 @@ import json
 import math
 from typing import Any
 
+from draftgen.contract.model_location import is_hub, loader_name
 from draftgen.contract.sglang_flags import SGLangFlag as F
 from draftgen.spec import GenerationJobSpec
 
@@ -40,7 +41,7 @@ def server_args(spec: GenerationJobSpec) -> list[str]:
     """`python3 -m sglang.launch_server` arguments for the spec; each flag from one spec field."""
     s = spec.server
     args = [
-        F.MODEL_PATH, spec.model.weights.removeprefix("hf://"),
+        F.MODEL_PATH, loader_name(spec.model.weights),
         F.HOST, "0.0.0.0",
         F.PORT, str(s.port),
         F.TP_SIZE, str(s.tensor_parallel_size),
@@ -49,7 +50,7 @@ def server_args(spec: GenerationJobSpec) -> list[str]:
         F.ENABLE_METRICS,
     ]
     if spec.model.tokenizer:
-        args += [F.TOKENIZER_PATH, spec.model.tokenizer.removeprefix("hf://")]
+        args += [F.TOKENIZER_PATH, loader_name(spec.model.tokenizer)]
     if spec.model.trust_remote_code:
         args.append(F.TRUST_REMOTE_CODE)
     if s.hierarchical_cache.enabled:
@@ -78,7 +79,7 @@ def _env(spec: GenerationJobSpec) -> list[dict[str, Any]]:
         {"name": "TORCHINDUCTOR_CACHE_DIR", "value": f"{HOME}/.cache/torchinductor"},
         {"name": "TMPDIR", "value": "/tmp"},
     ]
-    if not spec.model.weights.startswith("hf://"):
+    if not is_hub(spec.model.weights):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     secret = spec.model.hf_token_secret
     if secret is not None:
