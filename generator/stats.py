@@ -121,14 +121,14 @@ def _dataset_files(root: Path) -> dict[str, list[Path]]:
     groups: dict[str, list[Path]] = {}
     own = sorted(p for p in root.glob("*.jsonl") if p.name != REJECTS_FILE)
     if own:
-        if (root / REJECTS_FILE).exists() or any(p.name.startswith(SHARD_PREFIX) for p in own):
+        if rejects_file(root).exists() or any(p.name.startswith(SHARD_PREFIX) for p in own):
             groups[root.name] = own
         else:
             for p in own:
                 groups[p.stem] = [p]
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
         files = sorted(p for p in sub.glob("*.jsonl") if p.name != REJECTS_FILE)
-        if files or (sub / REJECTS_FILE).exists():
+        if files or rejects_file(sub).exists():
             groups[sub.name] = files
     return groups
 
