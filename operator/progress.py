@@ -14,6 +14,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from draftgen.contract import metrics
+from draftgen.contract.server_info import parse_server_info
 from draftgen.spec import DatasetProgress
 
 # One client for every fetch, shared by kopf's worker threads: `httpx.get` builds a client per
@@ -115,17 +116,9 @@ def server_kv_capacity(host: str, port: int, timeout: float) -> int | None:
     try:
         rsp = _HTTP.get(f"http://{_host(host)}:{port}/get_server_info", timeout=timeout)
         rsp.raise_for_status()
-        info = rsp.json()
-    except (httpx.HTTPError, ValueError):
+        return parse_server_info(rsp.json()).kv_tokens
+    except (httpx.HTTPError, ValueError):  # ServerInfoError is a ValueError
         return None
-    value = info.get("max_total_num_tokens") if isinstance(info, dict) else None
-    if value is None and isinstance(info, dict):
-        # Some versions report it only per data-parallel rank.
-        for state in info.get("internal_states") or []:
-            if isinstance(state, dict) and state.get("max_total_num_tokens"):
-                value = state["max_total_num_tokens"]
-                break
-    return int(value) if isinstance(value, (int, float)) else None
 
 
 def _host(host: str) -> str:
