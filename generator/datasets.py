@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from draftgen.contract import layout
 from draftgen.spec import DatasetSpec, GenerationJob, SamplingSpec
 
 from .admission import LengthModel, budget_admits
@@ -63,7 +64,7 @@ def open_datasets(job: GenerationJob, output: Path, metrics: GeneratorMetrics) -
     shard_max = job.spec.output.shard_max_records
     datasets = []
     for spec in job.spec.datasets:
-        directory = output / spec.name
+        directory = layout.dataset_dir(output, spec.name)
         state = scan_dataset(directory, spec.name, spec.budget, shard_max_records=shard_max)
         sampling = job.spec.sampling_for(spec)
         ds = Dataset(

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import httpx
 
+from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.server_info import parse_server_info
 
 from .admission import ServerView
@@ -24,13 +25,13 @@ log = logging.getLogger("draftgen.generate")
 class RunError(Exception):
     """The run cannot go on; `exit_code` tells the caller why (see `draftgen generate -h`)."""
 
-    exit_code = 1
+    exit_code: int = ExitCode.UNEXPECTED
 
 
 class ServersDown(RunError):
     """No server became healthy."""
 
-    exit_code = 4
+    exit_code = ExitCode.SERVERS_DOWN
 
 
 @dataclass

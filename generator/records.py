@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
+from draftgen.contract import layout
 from draftgen.spec import GenerationJob
 
 from .budget import Ledger
@@ -14,7 +15,7 @@ from .client import Generation
 from .metrics import GeneratorMetrics
 from .progress import eta_seconds
 from .samples import Reject, Sample
-from .writer import MANIFEST_FILE, DatasetWriter, atomic_write_json
+from .writer import DatasetWriter, atomic_write_json
 
 
 class DatasetOutput(Protocol):
@@ -72,7 +73,7 @@ def write_manifests(output: Path, job: GenerationJob, datasets: Sequence[Dataset
     for ds in datasets:
         manifests[ds.name] = ds.ledger.manifest()
         ds.writer.write_manifest(manifests[ds.name])
-    atomic_write_json(output / MANIFEST_FILE, {
+    atomic_write_json(layout.job_manifest(output), {
         "job": job.metadata.name, "model": job.spec.model.weights,
         "datasets": manifests,
         "completion_tokens": sum(l.completion_tokens for l in ledgers),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+from draftgen.contract import model_location
 
 
 class TokenizerError(RuntimeError):
@@ -15,9 +16,10 @@ class TokenizerError(RuntimeError):
 
 def resolve_tokenizer_location(location: str, base_dir: Path) -> str:
     """`hf://org/name` → the hub id `org/name`; a relative path → below `base_dir`."""
-    if location.startswith("hf://"):
-        return location[len("hf://"):].strip("/")
-    path = Path(location.removeprefix("file://"))
+    where = model_location.parse(location)
+    if isinstance(where, model_location.HubModel):
+        return where.repo_id
+    path = Path(where.path)
     return str(path if path.is_absolute() else Path(base_dir) / path)
 
 

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from draftgen.contract import layout
-from draftgen.contract.layout import MANIFEST_FILE
 
-__all__ = ["MANIFEST_FILE", "AppendFile", "DatasetWriter", "DiskFull", "atomic_write_json",
+__all__ = ["AppendFile", "DatasetWriter", "DiskFull", "atomic_write_json",
            "encode_line"]
 
 _DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
