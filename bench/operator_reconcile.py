@@ -128,9 +128,11 @@ def main() -> None:
     parser.add_argument("--poll", type=float, default=15.0, help="pollIntervalSeconds of the operator")
     args = parser.parse_args()
     # The test fixtures' settings, read when the handlers are first imported; then ours.
-    # (sets KUBECONFIG and the operator's environment)
     from tests.operator.emulator import EmulatorThread
-    from tests.operator.harness import _KUBECONFIG, Cluster, example_job, running_operator
+    from tests.operator.harness import (_KUBECONFIG, Cluster, example_job, running_operator,
+                                        set_operator_test_env)
+
+    set_operator_test_env()
 
     from draftgen.controller import metrics
 

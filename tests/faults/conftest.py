@@ -8,6 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.generator_input.tokenizer_fixture import KIMI_LIKE, build_tokenizer
+from tests.operator.harness import set_operator_test_env
+
+
+def pytest_configure(config) -> None:
+    set_operator_test_env()  # before a test module here imports the operator's handlers
 
 
 @pytest.fixture(scope="session")

@@ -25,16 +25,22 @@ from .emulator import EmulatorThread
 # would follow every other test directory collected in the same session (tests/cluster's real
 # cluster included).
 _KUBECONFIG = Path(tempfile.mkdtemp(prefix="draftgen-op-")) / "kubeconfig"
-# Settings are read when the handlers module is first imported: set them before anything does.
-# Only the operator reads `DRAFTGEN_OPERATOR_*`, so they may stay for the session.
-os.environ.update({
+# The operator's settings under test: a short poll interval, no metrics or liveness port.
+OPERATOR_TEST_ENV = {
     "DRAFTGEN_OPERATOR_POLL_INTERVAL_SECONDS": "0.3",
     "DRAFTGEN_OPERATOR_METRICS_PORT": "0",
     "DRAFTGEN_OPERATOR_LIVENESS_PORT": "0",
     "DRAFTGEN_OPERATOR_HTTP_TIMEOUT_SECONDS": "1",
     "DRAFTGEN_OPERATOR_CRASH_LOOP_RESTARTS": "3",
     "DRAFTGEN_OPERATOR_GENERATOR_IMAGE": "registry.example/draftgen:test",
-})
+}
+
+
+def set_operator_test_env() -> None:
+    """Put OPERATOR_TEST_ENV in the environment. The handlers read their settings when first
+    imported, so the conftests call this from `pytest_configure`, before any test module imports
+    them. Only the operator reads `DRAFTGEN_OPERATOR_*`, so they may stay for the session."""
+    os.environ.update(OPERATOR_TEST_ENV)
 
 GJ = "/apis/draftgen.io/v1alpha1"
 APPS = "/apis/apps/v1"
