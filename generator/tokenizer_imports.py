@@ -18,8 +18,14 @@ from importlib.metadata import PackageNotFoundError, version
 IMAGE = "ghcr.io/draftgen/draftgen"
 IMAGE_PACKAGES = ("tiktoken", "sentencepiece", "protobuf")
 # Import name -> the distribution that provides it, where they differ.
-DISTRIBUTIONS = {"google": "protobuf", "google.protobuf": "protobuf", "yaml": "pyyaml",
-                 "sklearn": "scikit-learn", "PIL": "pillow", "cv2": "opencv-python"}
+DISTRIBUTIONS = {
+    "google": "protobuf",
+    "google.protobuf": "protobuf",
+    "yaml": "pyyaml",
+    "sklearn": "scikit-learn",
+    "PIL": "pillow",
+    "cv2": "opencv-python",
+}
 _REMOTE = re.compile(r"following packages that were not found in your environment: ([^.]+)\.")
 _LIBRARY = re.compile(r"requires the (\w+) library")
 
@@ -30,15 +36,17 @@ def missing_packages(err: BaseException) -> list[str]:
         return []
     text = str(err)
     names: list[str] = []
-    if (m := _REMOTE.search(text)):
+    if m := _REMOTE.search(text):
         names = [n.strip() for n in m.group(1).split(",") if n.strip()]
     elif isinstance(err, ModuleNotFoundError) and err.name:
         names = [err.name]
-    elif (m := _LIBRARY.search(text)):
+    elif m := _LIBRARY.search(text):
         names = [m.group(1).lower()]
     out: list[str] = []
     for name in names:
-        dist = DISTRIBUTIONS.get(name) or DISTRIBUTIONS.get(name.split(".")[0]) or name.split(".")[0]
+        dist = (
+            DISTRIBUTIONS.get(name) or DISTRIBUTIONS.get(name.split(".")[0]) or name.split(".")[0]
+        )
         if dist not in out:
             out.append(dist)
     return out
@@ -62,7 +70,11 @@ def missing_package_message(err: BaseException, location: str, where: str) -> st
     if in_image:
         fix += f", or run draftgen from the image {_image_tag()}, which has it"
     else:
-        fix += (f" (in a cluster: an image built FROM {_image_tag()} that adds it, set as "
-                "spec.generator.image)")
-    return (f"{where}: the tokenizer in {location!r} needs the Python package {listed}, which is "
-            f"not installed here ({type(err).__name__}: {err}). Fix: {fix}")
+        fix += (
+            f" (in a cluster: an image built FROM {_image_tag()} that adds it, set as "
+            "spec.generator.image)"
+        )
+    return (
+        f"{where}: the tokenizer in {location!r} needs the Python package {listed}, which is "
+        f"not installed here ({type(err).__name__}: {err}). Fix: {fix}"
+    )

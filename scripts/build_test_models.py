@@ -574,8 +574,12 @@ def generation_prompts(out_dir: Path, name: str) -> list[list[int]]:
         msgs = [{"role": "user", "content": f"Question {i}: what is {i} times {i + 3}?"}]
         prompts.append(
             tok.apply_chat_template(
-                msgs, tools=SAMPLE_TOOLS if i == 2 else None, add_generation_prompt=True,
-                tokenize=True, return_dict=False, **{kw: flag},
+                msgs,
+                tools=SAMPLE_TOOLS if i == 2 else None,
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=False,
+                **{kw: flag},
             )
         )
     return prompts
@@ -596,10 +600,14 @@ def greedy_ok(weights, cfg_obj, cls, prompts, eos_id, steps: int = 48) -> bool:
             if first > 0.05:
                 return False
             out = model.generate(
-                input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=steps,
-                do_sample=False, eos_token_id=eos_id, pad_token_id=eos_id,
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=steps,
+                do_sample=False,
+                eos_token_id=eos_id,
+                pad_token_id=eos_id,
             )
-            if eos_id in out[0, len(p):].tolist():
+            if eos_id in out[0, len(p) :].tolist():
                 return False
     return True
 
@@ -670,11 +678,13 @@ def build_chatml(out_dir: Path) -> None:
 # Kimi-K2.5's way: the tokenizer class computes the tool declaration (`tools_ts_str`); the template
 # only places it (and falls back to JSON, which a test would notice, when it is missing).
 TIKTOKEN_KIMI_TEMPLATE = (
-    KIMI_TEMPLATE[KIMI_TEMPLATE.index("{%- macro render_content"):KIMI_TEMPLATE.index("{%- if tools -%}")]
+    KIMI_TEMPLATE[
+        KIMI_TEMPLATE.index("{%- macro render_content") : KIMI_TEMPLATE.index("{%- if tools -%}")
+    ]
     + "{%- if tools -%}\n<|im_system|>tool_declare<|im_middle|>"
     + "{%- if tools_ts_str -%}{{ tools_ts_str }}{%- else -%}{{ tools | tojson }}{%- endif -%}"
     + "<|im_end|>\n{%- endif -%}\n"
-    + KIMI_TEMPLATE[KIMI_TEMPLATE.index("{%- if messages | length == 0"):]
+    + KIMI_TEMPLATE[KIMI_TEMPLATE.index("{%- if messages | length == 0") :]
 )
 
 
@@ -699,8 +709,17 @@ def build_kimi_tiktoken(out_dir: Path) -> None:
     with open(out_dir / "tiktoken.model", "w", encoding="ascii") as f:
         f.writelines(f"{base64.b64encode(tok).decode()} {rank}\n" for tok, rank in ranks.items())
     shutil.copy2(TEST_MODEL_SOURCES / "tokenization_tinykimi.py", out_dir)
-    added = {str(i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False,
-                      "single_word": False, "special": True} for i, s in KIMI_SPECIALS.items()}
+    added = {
+        str(i): {
+            "content": s,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
+            "special": True,
+        }
+        for i, s in KIMI_SPECIALS.items()
+    }
     cfg = {
         "tokenizer_class": "TinyKimiTokenizer",
         "auto_map": {"AutoTokenizer": ["tokenization_tinykimi.TinyKimiTokenizer", None]},
@@ -723,8 +742,11 @@ def build_kimi_tiktoken(out_dir: Path) -> None:
         build_model(out_dir, "tiny-kimi", eos_id=163586, bos_id=163584)
 
 
-BUILDERS = {"tiny-kimi": build_kimi, "tiny-chatml": build_chatml,
-            "tiny-kimi-tiktoken": build_kimi_tiktoken}
+BUILDERS = {
+    "tiny-kimi": build_kimi,
+    "tiny-chatml": build_chatml,
+    "tiny-kimi-tiktoken": build_kimi_tiktoken,
+}
 
 # --------------------------------------------------------------------------------------------
 # Checks
@@ -793,7 +815,10 @@ def check(out_dir: Path, name: str, verbose: bool = True) -> None:
         )
         assert ids[-1] == 163606, ids[-8:]
         ids_nt = tok.apply_chat_template(
-            SAMPLE_MESSAGES, add_generation_prompt=True, tokenize=True, return_dict=False,
+            SAMPLE_MESSAGES,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
             thinking=False,
         )
         assert ids_nt[-2:] == [163606, 163607], ids_nt[-8:]
@@ -807,12 +832,19 @@ def check(out_dir: Path, name: str, verbose: bool = True) -> None:
             got = tok.encode(s, add_special_tokens=False)
             assert len(got) == 1, (s, got)
         ids = tok.apply_chat_template(
-            SAMPLE_MESSAGES, tools=SAMPLE_TOOLS, add_generation_prompt=True, tokenize=True,
-            return_dict=False, enable_thinking=False,
+            SAMPLE_MESSAGES,
+            tools=SAMPLE_TOOLS,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+            enable_thinking=False,
         )
         assert ids[-1] == tok.encode("\n\n", add_special_tokens=False)[-1] or True
         text = tok.apply_chat_template(
-            SAMPLE_MESSAGES, tools=SAMPLE_TOOLS, add_generation_prompt=True, tokenize=False,
+            SAMPLE_MESSAGES,
+            tools=SAMPLE_TOOLS,
+            add_generation_prompt=True,
+            tokenize=False,
             enable_thinking=False,
         )
         assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n"), text[-80:]

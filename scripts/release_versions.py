@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import tomllib
 from pathlib import Path
@@ -34,7 +33,9 @@ def versions() -> dict[str, str]:
         "app_version": app,
         "chart_name": chart["name"],
         "chart_version": str(chart["version"]),
-        "package_version": tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"],
+        "package_version": tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+            "version"
+        ],
         # ghcr.io/OWNER/draftgen -> oci://ghcr.io/OWNER/charts: the chart beside the image.
         "chart_registry": "oci://" + repository.rsplit("/", 1)[0] + "/charts",
     }
@@ -48,8 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     v = versions()
     problems = []
     if v["package_version"] != v["app_version"]:
-        problems.append(f"pyproject.toml version {v['package_version']} != Chart.yaml appVersion "
-                        f"{v['app_version']}")
+        problems.append(
+            f"pyproject.toml version {v['package_version']} != Chart.yaml appVersion "
+            f"{v['app_version']}"
+        )
     if args.tag is not None and args.tag.removeprefix("v") != v["app_version"]:
         problems.append(f"tag {args.tag} != Chart.yaml appVersion {v['app_version']}")
     for p in problems:

@@ -16,9 +16,12 @@ from draftgen.spec import GenerationJob, SpecError, load_job
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", nargs="+", help="GenerationJob YAML files")
-    parser.add_argument("--tokenizer", action="store_true",
-                        help="also load each job's tokenizer (relative paths resolve from the job "
-                             "file's directory) and run the generator's start-up checks on it")
+    parser.add_argument(
+        "--tokenizer",
+        action="store_true",
+        help="also load each job's tokenizer (relative paths resolve from the job "
+        "file's directory) and run the generator's start-up checks on it",
+    )
 
 
 def check_tokenizer(job: GenerationJob, base_dir: Path) -> str:
@@ -40,8 +43,10 @@ def run(args: argparse.Namespace) -> int:
             print(err, file=sys.stderr)
             status = 1
             continue
-        print(f"{path}: GenerationJob {job.metadata.name} is valid "
-              f"({len(job.spec.datasets)} datasets)")
+        print(
+            f"{path}: GenerationJob {job.metadata.name} is valid "
+            f"({len(job.spec.datasets)} datasets)"
+        )
         for warning in job.spec.warnings():
             print(f"  warning: {warning}")
         if args.tokenizer:

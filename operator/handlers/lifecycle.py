@@ -44,8 +44,9 @@ def reconcile(body: kopf.Body, logger: logging.Logger) -> None:
             outcome = reconciler.reconcile(ref)
             patch = status_patch(ref.old_status, outcome.status)
             if patch:
-                reconciler.kube.patch("GenerationJob", namespace, name, {"status": patch},
-                                      subresource="status")
+                reconciler.kube.patch(
+                    "GenerationJob", namespace, name, {"status": patch}, subresource="status"
+                )
         except KubeError as err:
             metrics.RECONCILE_ERRORS.labels(kind="api").inc()
             # kopf retries the handler (timers: on the next tick) with backoff.
@@ -71,7 +72,12 @@ def on_change(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
     reconcile(body, logger)
 
 
-@kopf.timer(GROUP, VERSION, PLURAL, interval=state.SETTINGS.poll_interval_seconds,
-            initial_delay=state.SETTINGS.poll_interval_seconds)
+@kopf.timer(
+    GROUP,
+    VERSION,
+    PLURAL,
+    interval=state.SETTINGS.poll_interval_seconds,
+    initial_delay=state.SETTINGS.poll_interval_seconds,
+)
 def on_timer(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
     reconcile(body, logger)

@@ -31,8 +31,12 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
     if ours.webhook:
         register_webhook(ours)
         settings.admission.server = kopf.WebhookServer(
-            port=ours.webhook_port, host=ours.webhook_host, certfile=ours.webhook_certfile,
-            pkeyfile=ours.webhook_pkeyfile, insecure=ours.webhook_insecure)
+            port=ours.webhook_port,
+            host=ours.webhook_host,
+            certfile=ours.webhook_certfile,
+            pkeyfile=ours.webhook_pkeyfile,
+            insecure=ours.webhook_insecure,
+        )
         settings.admission.managed = "draftgen.io"
     kube = Kube.from_environment()
     state.set_reconciler(Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, owner)))

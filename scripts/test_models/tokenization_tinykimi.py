@@ -97,28 +97,48 @@ class TinyKimiTokenizer(PreTrainedTokenizer):
     vocab_files_names = VOCAB_FILES_NAMES
     model_input_names = ["input_ids", "attention_mask"]
 
-    def __init__(self, vocab_file: str, bos_token: str = "[BOS]", eos_token: str = "[EOS]",
-                 unk_token: str | None = None, pad_token: str | None = None,
-                 added_tokens_decoder: dict | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        vocab_file: str,
+        bos_token: str = "[BOS]",
+        eos_token: str = "[EOS]",
+        unk_token: str | None = None,
+        pad_token: str | None = None,
+        added_tokens_decoder: dict | None = None,
+        **kwargs: Any,
+    ) -> None:
         assert os.path.isfile(vocab_file), vocab_file
         mergeable_ranks = load_tiktoken_bpe(vocab_file)
         num_base_tokens = len(mergeable_ranks)
-        used = {int(i): str(getattr(t, "content", t)) for i, t in (added_tokens_decoder or {}).items()}
+        used = {
+            int(i): str(getattr(t, "content", t)) for i, t in (added_tokens_decoder or {}).items()
+        }
         self.special_tokens = {
             used.get(i, f"<|reserved_token_{i}|>"): i
-            for i in range(num_base_tokens, num_base_tokens + NUM_RESERVED_SPECIAL_TOKENS)}
-        self.model = tiktoken.Encoding(name=os.path.basename(vocab_file), pat_str=PAT_STR,
-                                       mergeable_ranks=mergeable_ranks,
-                                       special_tokens=self.special_tokens)
+            for i in range(num_base_tokens, num_base_tokens + NUM_RESERVED_SPECIAL_TOKENS)
+        }
+        self.model = tiktoken.Encoding(
+            name=os.path.basename(vocab_file),
+            pat_str=PAT_STR,
+            mergeable_ranks=mergeable_ranks,
+            special_tokens=self.special_tokens,
+        )
         self.n_words = num_base_tokens + NUM_RESERVED_SPECIAL_TOKENS
         b2u = bytes_to_unicode()
-        self.decoder = {rank: "".join(b2u[b] for b in token)
-                        for token, rank in mergeable_ranks.items()}
+        self.decoder = {
+            rank: "".join(b2u[b] for b in token) for token, rank in mergeable_ranks.items()
+        }
         self.decoder.update({i: s for s, i in self.special_tokens.items()})
         self.encoder = {s: i for i, s in self.decoder.items()}
         self.byte_decoder = {c: b for b, c in b2u.items()}
-        super().__init__(bos_token=bos_token, eos_token=eos_token, unk_token=unk_token,
-                         pad_token=pad_token, added_tokens_decoder=added_tokens_decoder, **kwargs)
+        super().__init__(
+            bos_token=bos_token,
+            eos_token=eos_token,
+            unk_token=unk_token,
+            pad_token=pad_token,
+            added_tokens_decoder=added_tokens_decoder,
+            **kwargs,
+        )
 
     @property
     def vocab_size(self) -> int:
@@ -131,8 +151,9 @@ class TinyKimiTokenizer(PreTrainedTokenizer):
     def encode(self, text: str, allow_special_tokens: bool = True, **kwargs: Any) -> list[int]:
         if kwargs:
             return super().encode(text, **kwargs)
-        return self.model.encode(text, allowed_special="all" if allow_special_tokens else set(),
-                                 disallowed_special=())
+        return self.model.encode(
+            text, allowed_special="all" if allow_special_tokens else set(), disallowed_special=()
+        )
 
     def _tokenize(self, text: str, **kwargs: Any) -> list[str]:
         return [self.decoder[i] for i in self.model.encode(text, disallowed_special=())]
@@ -155,11 +176,21 @@ class TinyKimiTokenizer(PreTrainedTokenizer):
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple:
         raise NotImplementedError("a read-only test fixture")
 
-    def apply_chat_template(self, conversation: Any, tools: list[dict] | None = None,
-                            tokenize: bool = False, add_generation_prompt: bool = False,
-                            **kwargs: Any) -> Any:
+    def apply_chat_template(
+        self,
+        conversation: Any,
+        tools: list[dict] | None = None,
+        tokenize: bool = False,
+        add_generation_prompt: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         tools = deep_sort_dict(tools)
         if tools:
             kwargs["tools_ts_str"] = encode_tools_to_typescript_style(tools)
-        return super().apply_chat_template(conversation, tools=tools, tokenize=tokenize,
-                                           add_generation_prompt=add_generation_prompt, **kwargs)
+        return super().apply_chat_template(
+            conversation,
+            tools=tools,
+            tokenize=tokenize,
+            add_generation_prompt=add_generation_prompt,
+            **kwargs,
+        )

@@ -15,27 +15,58 @@ pytestmark = pytest.mark.sglang
 def test_remote_code_tiktoken_tokenizer_end_to_end(tmp_path, tiny_kimi_tiktoken, sglang_server):
     from transformers import AutoTokenizer
 
-    rows = [{"id": "w1", "tools": [WEATHER_TOOL],
-             "messages": [{"role": "user", "content": "What is the weather in Lagos?"}]}]
+    rows = [
+        {
+            "id": "w1",
+            "tools": [WEATHER_TOOL],
+            "messages": [{"role": "user", "content": "What is the weather in Lagos?"}],
+        }
+    ]
     write_jsonl(tmp_path / "tools.jsonl", rows)
-    job = write_job(tmp_path, tiny_kimi_tiktoken,
-                    [{"name": "tools", "source": "tools.jsonl", "format": "messages"}],
-                    model_extra={"trustRemoteCode": True})
-    proc = cli("generate", "--job", str(job), "--server", sglang_server.url,
-               "--output", str(tmp_path / "out"), "--progress", "log")
+    job = write_job(
+        tmp_path,
+        tiny_kimi_tiktoken,
+        [{"name": "tools", "source": "tools.jsonl", "format": "messages"}],
+        model_extra={"trustRemoteCode": True},
+    )
+    proc = cli(
+        "generate",
+        "--job",
+        str(job),
+        "--server",
+        sglang_server.url,
+        "--output",
+        str(tmp_path / "out"),
+        "--progress",
+        "log",
+    )
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, out[-3000:]
     [rec] = records(tmp_path / "out" / "tools")
     tok = AutoTokenizer.from_pretrained(str(tiny_kimi_tiktoken), trust_remote_code=True)
     assert type(tok).__name__ == "TinyKimiTokenizer"
-    own = tok.apply_chat_template(rows[0]["messages"], tools=rows[0]["tools"],
-                                  add_generation_prompt=True, tokenize=True, return_dict=False,
-                                  thinking=True)
+    own = tok.apply_chat_template(
+        rows[0]["messages"],
+        tools=rows[0]["tools"],
+        add_generation_prompt=True,
+        tokenize=True,
+        return_dict=False,
+        thinking=True,
+    )
     assert rec["input_ids"] == list(own) and rec["input_ids"][-1] == THINK
     # The declaration the tokenizer class computed (tools_ts_str), not the template's JSON fallback.
     assert "type get_weather = (_: {\ncity: string,\n}) => any;" in tok.decode(rec["input_ids"])
-    direct = httpx.post(f"{sglang_server.url}/generate", timeout=120, json={
-        "input_ids": rec["input_ids"],
-        "sampling_params": {"temperature": 0.0, "max_new_tokens": 12,
-                            "skip_special_tokens": False, "no_stop_trim": True}}).json()
+    direct = httpx.post(
+        f"{sglang_server.url}/generate",
+        timeout=120,
+        json={
+            "input_ids": rec["input_ids"],
+            "sampling_params": {
+                "temperature": 0.0,
+                "max_new_tokens": 12,
+                "skip_special_tokens": False,
+                "no_stop_trim": True,
+            },
+        },
+    ).json()
     assert rec["output_ids"] == direct["output_ids"]

@@ -25,10 +25,16 @@ def broken_tokenizer(tmp_path: Path) -> Path:
     d.mkdir()
     (d / "tokenization_broken.py").write_text(
         f"import {MISSING}\nfrom transformers import PreTrainedTokenizer\n\n\n"
-        "class BrokenTokenizer(PreTrainedTokenizer):\n    pass\n")
-    (d / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "BrokenTokenizer",
-        "auto_map": {"AutoTokenizer": ["tokenization_broken.BrokenTokenizer", None]}}))
+        "class BrokenTokenizer(PreTrainedTokenizer):\n    pass\n"
+    )
+    (d / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "BrokenTokenizer",
+                "auto_map": {"AutoTokenizer": ["tokenization_broken.BrokenTokenizer", None]},
+            }
+        )
+    )
     return d
 
 
@@ -41,17 +47,31 @@ def test_the_error_names_the_package_and_the_fix(broken_tokenizer):
     assert "no loadable tokenizer" not in text and "set model.trustRemoteCode" not in text
 
 
-@pytest.mark.parametrize("err, packages", [
-    (ModuleNotFoundError("No module named 'tiktoken'", name="tiktoken"), ["tiktoken"]),
-    (ModuleNotFoundError("No module named 'google.protobuf'", name="google.protobuf"),
-     ["protobuf"]),
-    (ImportError("This modeling file requires the following packages that were not found in "
-                 "your environment: tiktoken, blobfile. Run `pip install tiktoken blobfile`"),
-     ["tiktoken", "blobfile"]),
-    (ImportError("LlamaTokenizer requires the SentencePiece library but it was not found in "
-                 "your environment."), ["sentencepiece"]),
-    (OSError("Can't load tokenizer"), []),
-])
+@pytest.mark.parametrize(
+    "err, packages",
+    [
+        (ModuleNotFoundError("No module named 'tiktoken'", name="tiktoken"), ["tiktoken"]),
+        (
+            ModuleNotFoundError("No module named 'google.protobuf'", name="google.protobuf"),
+            ["protobuf"],
+        ),
+        (
+            ImportError(
+                "This modeling file requires the following packages that were not found in "
+                "your environment: tiktoken, blobfile. Run `pip install tiktoken blobfile`"
+            ),
+            ["tiktoken", "blobfile"],
+        ),
+        (
+            ImportError(
+                "LlamaTokenizer requires the SentencePiece library but it was not found in "
+                "your environment."
+            ),
+            ["sentencepiece"],
+        ),
+        (OSError("Can't load tokenizer"), []),
+    ],
+)
 def test_missing_packages(err, packages):
     assert missing_packages(err) == packages
 
@@ -59,24 +79,39 @@ def test_missing_packages(err, packages):
 def test_a_package_the_image_has_points_at_the_image():
     from importlib.metadata import version
 
-    text = missing_package_message(ModuleNotFoundError("x", name="tiktoken"), "/m", "model.tokenizer")
+    text = missing_package_message(
+        ModuleNotFoundError("x", name="tiktoken"), "/m", "model.tokenizer"
+    )
     assert "pip install tiktoken" in text
     assert f"ghcr.io/draftgen/draftgen:{version('draftgen')}, which has it" in text
 
 
 def _job(tmp_path: Path, tokenizer: Path) -> Path:
     path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob", "metadata": {"name": "t"},
-        "spec": {"model": {"weights": str(tokenizer), "trustRemoteCode": True},
-                 "server": {"tensorParallelSize": 1},
-                 "datasets": [{"name": "a", "source": "a.jsonl", "format": "messages"}]}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "draftgen.io/v1alpha1",
+                "kind": "GenerationJob",
+                "metadata": {"name": "t"},
+                "spec": {
+                    "model": {"weights": str(tokenizer), "trustRemoteCode": True},
+                    "server": {"tensorParallelSize": 1},
+                    "datasets": [{"name": "a", "source": "a.jsonl", "format": "messages"}],
+                },
+            }
+        )
+    )
     return path
 
 
 def _validate(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "draftgen.cli", "validate", *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "draftgen.cli", "validate", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_validate_tokenizer_shows_it_before_any_server_starts(tmp_path, broken_tokenizer):

@@ -20,8 +20,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts" / "docker"
 # Debian's client builds with the engine's built-in BuildKit; a newer client without buildx won't.
-DOCKER = os.environ.get("DOCKER") or ("/usr/bin/docker" if Path("/usr/bin/docker").exists()
-                                      else shutil.which("docker") or "docker")
+DOCKER = os.environ.get("DOCKER") or (
+    "/usr/bin/docker" if Path("/usr/bin/docker").exists() else shutil.which("docker") or "docker"
+)
 UID = 10001  # the image's USER and the chart's runAsUser
 # Where the container sees the bind mounts.
 IN, OUT = "/data/in", "/data/out"
@@ -31,26 +32,45 @@ IN, OUT = "/data/in", "/data/out"
 class Engine:
     env: dict[str, str]
 
-    def docker(self, *args: str, timeout: float = 600, check: bool = True,
-               input: str | None = None) -> subprocess.CompletedProcess:
-        proc = subprocess.run([DOCKER, *args], env=self.env, capture_output=True, text=True,
-                              timeout=timeout, input=input)
+    def docker(
+        self, *args: str, timeout: float = 600, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [DOCKER, *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=input,
+        )
         if check and proc.returncode != 0:
-            raise AssertionError(f"docker {' '.join(args)} exited {proc.returncode}:\n"
-                                 f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+            raise AssertionError(
+                f"docker {' '.join(args)} exited {proc.returncode}:\n"
+                f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+            )
         return proc
 
 
 @pytest.fixture(scope="session")
 def docker_engine():
     env = {k: v for k, v in os.environ.items() if k != "DRAFTGEN_DOCKER_STARTED"}
-    start = subprocess.run(["bash", str(SCRIPTS / "engine.sh"), "start"], env=env,
-                           capture_output=True, text=True, timeout=900)
+    start = subprocess.run(
+        ["bash", str(SCRIPTS / "engine.sh"), "start"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if start.returncode != 0:
-        pytest.skip(f"no Docker engine could be started (scripts/docker/engine.sh start):\n"
-                    f"{start.stderr[-2000:]}")
-    exported = dict(line.removeprefix("export ").split("=", 1)
-                    for line in start.stdout.splitlines() if line.startswith("export "))
+        pytest.skip(
+            f"no Docker engine could be started (scripts/docker/engine.sh start):\n"
+            f"{start.stderr[-2000:]}"
+        )
+    exported = dict(
+        line.removeprefix("export ").split("=", 1)
+        for line in start.stdout.splitlines()
+        if line.startswith("export ")
+    )
     env.update(exported)
     try:
         yield Engine(env)
@@ -62,8 +82,13 @@ def docker_engine():
 @pytest.fixture(scope="session")
 def draftgen_image(docker_engine: Engine) -> str:
     """The image's tag, built (or found up to date in the layer cache) by scripts/docker/image.sh."""
-    build = subprocess.run(["bash", str(SCRIPTS / "image.sh")], env=docker_engine.env,
-                           capture_output=True, text=True, timeout=3000)
+    build = subprocess.run(
+        ["bash", str(SCRIPTS / "image.sh")],
+        env=docker_engine.env,
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
     assert build.returncode == 0, f"the image did not build:\n{build.stderr[-6000:]}"
     sys.stderr.write(build.stderr.splitlines()[-1] + "\n")  # "built TAG in N s; SIZE"
     return build.stdout.strip().splitlines()[-1]
@@ -73,11 +98,16 @@ def draftgen_image(docker_engine: Engine) -> str:
 class Container:
     engine: Engine
     name: str
-    inputs: Path   # the host side of IN (read-only in the container)
+    inputs: Path  # the host side of IN (read-only in the container)
     outputs: Path  # the host side of OUT
 
-    def exec(self, *args: str, timeout: float = 600, check: bool = True,
-             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    def exec(
+        self,
+        *args: str,
+        timeout: float = 600,
+        check: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess:
         flags = [f for k, v in (env or {}).items() for f in ("-e", f"{k}={v}")]
         return self.engine.docker("exec", *flags, self.name, *args, timeout=timeout, check=check)
 
@@ -99,13 +129,39 @@ def container(docker_engine: Engine, draftgen_image: str, tmp_path_factory) -> C
         os.chmod(outputs, 0o777)
     name = f"draftgen-test-{uuid.uuid4().hex[:8]}"
     docker_engine.docker(
-        "run", "-d", "--rm", "--name", name, "--network", "host",
-        "--user", f"{UID}:{UID}", "--read-only", "--tmpfs", "/tmp:rw,exec,size=1g",
-        "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-        "-e", "HOME=/tmp", "-e", "HF_HOME=/tmp/huggingface", "-e", "HF_HUB_OFFLINE=1",
-        "-v", f"{inputs}:{IN}:ro", "-v", f"{outputs}:{OUT}",
-        "--entrypoint", "python", draftgen_image, "-c", "import time; time.sleep(1e9)",
-        timeout=900)
+        "run",
+        "-d",
+        "--rm",
+        "--name",
+        name,
+        "--network",
+        "host",
+        "--user",
+        f"{UID}:{UID}",
+        "--read-only",
+        "--tmpfs",
+        "/tmp:rw,exec,size=1g",
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "-e",
+        "HOME=/tmp",
+        "-e",
+        "HF_HOME=/tmp/huggingface",
+        "-e",
+        "HF_HUB_OFFLINE=1",
+        "-v",
+        f"{inputs}:{IN}:ro",
+        "-v",
+        f"{outputs}:{OUT}",
+        "--entrypoint",
+        "python",
+        draftgen_image,
+        "-c",
+        "import time; time.sleep(1e9)",
+        timeout=900,
+    )
     try:
         yield Container(docker_engine, name, inputs, outputs)
     finally:

@@ -17,25 +17,53 @@ def test_generate_in_the_container_writes_verified_records(container, sglang_ser
 
     copy_tokenizer(tiny_kimi, container.inputs / "tiny-kimi")
     write_job(container.inputs / "job-kimi", f"{IN}/job-kimi", f"{IN}/tiny-kimi")
-    run = container.exec("draftgen", "generate", "--job", f"{IN}/job-kimi/job.yaml",
-                         "--server", sglang_server.url, "--output", f"{OUT}/kimi",
-                         "--progress", "log", check=False)
+    run = container.exec(
+        "draftgen",
+        "generate",
+        "--job",
+        f"{IN}/job-kimi/job.yaml",
+        "--server",
+        sglang_server.url,
+        "--output",
+        f"{OUT}/kimi",
+        "--progress",
+        "log",
+        check=False,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    verify(records(container.outputs / "kimi" / "chat"), AutoTokenizer.from_pretrained(
-        str(tiny_kimi)), sglang_server.url)
+    verify(
+        records(container.outputs / "kimi" / "chat"),
+        AutoTokenizer.from_pretrained(str(tiny_kimi)),
+        sglang_server.url,
+    )
 
 
-def test_remote_code_tiktoken_tokenizer_in_the_container(container, sglang_server,
-                                                         tiny_kimi_tiktoken):
+def test_remote_code_tiktoken_tokenizer_in_the_container(
+    container, sglang_server, tiny_kimi_tiktoken
+):
     """Kimi-K2.5's kind of tokenizer (remote code around tiktoken) loads and runs in the image."""
     from transformers import AutoTokenizer
 
     copy_tokenizer(tiny_kimi_tiktoken, container.inputs / "tiny-kimi-tiktoken")
-    write_job(container.inputs / "job-tiktoken", f"{IN}/job-tiktoken", f"{IN}/tiny-kimi-tiktoken",
-              model_extra={"trustRemoteCode": True})
-    run = container.exec("draftgen", "generate", "--job", f"{IN}/job-tiktoken/job.yaml",
-                         "--server", sglang_server.url, "--output", f"{OUT}/tiktoken",
-                         "--progress", "log", check=False)
+    write_job(
+        container.inputs / "job-tiktoken",
+        f"{IN}/job-tiktoken",
+        f"{IN}/tiny-kimi-tiktoken",
+        model_extra={"trustRemoteCode": True},
+    )
+    run = container.exec(
+        "draftgen",
+        "generate",
+        "--job",
+        f"{IN}/job-tiktoken/job.yaml",
+        "--server",
+        sglang_server.url,
+        "--output",
+        f"{OUT}/tiktoken",
+        "--progress",
+        "log",
+        check=False,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     tok = AutoTokenizer.from_pretrained(str(tiny_kimi_tiktoken), trust_remote_code=True)
     recs = records(container.outputs / "tiktoken" / "chat")

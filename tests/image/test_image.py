@@ -30,8 +30,17 @@ def test_the_image_is_tagged_as_the_chart_pulls_it(draftgen_image, docker_engine
 
 
 def test_docker_run_prints_the_version(draftgen_image, docker_engine):
-    run = docker_engine.docker("run", "--rm", "--network", "host", "--read-only",
-                               "--tmpfs", "/tmp", draftgen_image, "--version")
+    run = docker_engine.docker(
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        "--read-only",
+        "--tmpfs",
+        "/tmp",
+        draftgen_image,
+        "--version",
+    )
     assert run.stdout.strip() == f"draftgen {_version()}"
 
 
@@ -43,11 +52,16 @@ def test_it_runs_as_uid_10001_on_a_read_only_root(container):
 
 
 def test_tokenizer_runtime_packages_import(container):
-    code = ("import tiktoken, sentencepiece, google.protobuf, transformers, tokenizers; "
-            "print(tiktoken.__version__, sentencepiece.__version__, google.protobuf.__version__)")
+    code = (
+        "import tiktoken, sentencepiece, google.protobuf, transformers, tokenizers; "
+        "print(tiktoken.__version__, sentencepiece.__version__, google.protobuf.__version__)"
+    )
     versions = container.exec("python", "-c", code).stdout.split()
-    pins = dict(line.split("==") for line in (REPO / "constraints.txt").read_text().splitlines()
-                if "==" in line)
+    pins = dict(
+        line.split("==")
+        for line in (REPO / "constraints.txt").read_text().splitlines()
+        if "==" in line
+    )
     assert versions == [pins["tiktoken"], pins["sentencepiece"], pins["protobuf"]]
 
 
@@ -56,7 +70,7 @@ def test_the_image_is_lean(container):
     tools = container.exec("sh", "-c", "command -v gcc cc g++ make clang ld", check=False)
     assert tools.stdout.strip() == "", tools.stdout
     test_extras = ("pytest", "hypothesis", "kmock", "datasets", "jsonschema")
-    code = ("import importlib.util as u; print(*[m for m in %r if u.find_spec(m)])" % (test_extras,))
+    code = "import importlib.util as u; print(*[m for m in %r if u.find_spec(m)])" % (test_extras,)
     assert container.exec("python", "-c", code).stdout.strip() == ""
 
 

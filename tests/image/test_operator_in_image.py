@@ -62,28 +62,46 @@ def emulator(container):
 def test_operator_starts_in_the_container_and_reconciles(container, emulator):
     live, metrics = free_port(), free_port()
     # HOME as the chart leaves it for the operator: the image's, on the read-only root.
-    env = {**OPERATOR_ENV, "HOME": "/home/draftgen", "KUBECONFIG": f"{IN}/kube/kubeconfig",
-           "DRAFTGEN_OPERATOR_METRICS_PORT": str(metrics)}
+    env = {
+        **OPERATOR_ENV,
+        "HOME": "/home/draftgen",
+        "KUBECONFIG": f"{IN}/kube/kubeconfig",
+        "DRAFTGEN_OPERATOR_METRICS_PORT": str(metrics),
+    }
     flags = [f for k, v in env.items() for f in ("-e", f"{k}={v}")]
     # The operator in the background of a shell, so that a second exec can signal it.
-    script = (f"draftgen operator --namespace {NS} --standalone "
-              f"--liveness http://127.0.0.1:{live}/healthz --metrics-port {metrics} & "
-              "echo $! > /tmp/operator.pid; wait $!")
-    proc = subprocess.Popen([DOCKER, "exec", *flags,
-                             container.name, "sh", "-c", script],
-                            env=container.engine.env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    script = (
+        f"draftgen operator --namespace {NS} --standalone "
+        f"--liveness http://127.0.0.1:{live}/healthz --metrics-port {metrics} & "
+        "echo $! > /tmp/operator.pid; wait $!"
+    )
+    proc = subprocess.Popen(
+        [DOCKER, "exec", *flags, container.name, "sh", "-c", script],
+        env=container.engine.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
-        _wait(lambda: httpx.get(f"http://127.0.0.1:{live}/healthz").status_code == 200,
-              "kopf's liveness endpoint")
+        _wait(
+            lambda: httpx.get(f"http://127.0.0.1:{live}/healthz").status_code == 200,
+            "kopf's liveness endpoint",
+        )
         job = yaml.safe_load((REPO / "examples" / "kimi-k2.5.yaml").read_text())
         job = copy.deepcopy(job)
         job["metadata"] = {"name": "kimi", "namespace": NS}
         emulator.create(GJ, "generationjobs", NS, job)
-        _wait(lambda: emulator.get(APPS, "deployments", NS, "kimi-server-0"),
-              "the server Deployment")
-        text = _wait(lambda: (t := httpx.get(f"http://127.0.0.1:{metrics}/metrics").text)
-                     and "draftgen_operator_jobs" in t and t, "the operator's metrics")
+        _wait(
+            lambda: emulator.get(APPS, "deployments", NS, "kimi-server-0"), "the server Deployment"
+        )
+        text = _wait(
+            lambda: (
+                (t := httpx.get(f"http://127.0.0.1:{metrics}/metrics").text)
+                and "draftgen_operator_jobs" in t
+                and t
+            ),
+            "the operator's metrics",
+        )
         assert 'draftgen_operator_reconcile_errors_total{kind="api"}' not in text
     finally:
         container.exec("sh", "-c", "kill -TERM $(cat /tmp/operator.pid)", check=False)

@@ -25,8 +25,12 @@ def _steps(workflow: dict, job: str) -> list[dict]:
 
 
 def _outputs(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(REPO / "scripts" / "release_versions.py"), *args],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "release_versions.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_runs_on_version_tags_and_tests_before_publishing(workflow):
@@ -72,8 +76,9 @@ def test_the_server_image_default_is_the_tested_sglang_release():
 
     from draftgen.spec.server import ServerSpec
 
-    tested = re.search(r'^SGLANG_VERSION="([^"]+)"', (REPO / "scripts/setup_sglang.sh").read_text(),
-                       re.M).group(1)
+    tested = re.search(
+        r'^SGLANG_VERSION="([^"]+)"', (REPO / "scripts/setup_sglang.sh").read_text(), re.M
+    ).group(1)
     default = ServerSpec.model_fields["image"].default
     assert default.startswith(f"lmsysorg/sglang:v{tested}")
     values = yaml.safe_load((REPO / "charts/draftgen/values.yaml").read_text())
