@@ -71,6 +71,10 @@ class Outcome:
     delete_job: bool = False
 
 
+_SCALED_DOWN = ("server scaled to 0 after the failure (shutdownServerAfterCompletion); its "
+                "objects are kept for inspection")
+
+
 def status_to_wire(status: GenerationJobStatus) -> dict[str, Any]:
     return status.model_dump(by_alias=True, mode="json", exclude_none=True)
 
@@ -135,9 +139,14 @@ class Reconciler:
         if spec.shutdown_server_after_completion:
             if status.phase == "Succeeded":
                 self.children.delete_server(ref.name, ref.namespace)
+                decisions.mark_server_down(
+                    status, "ServerDeleted",
+                    "server deleted after completion (shutdownServerAfterCompletion)",
+                    ref.generation, now)
             else:
                 self.children.scale_server(ref.name, ref.namespace, 0)
-            status.server.ready_replicas = 0
+                decisions.mark_server_down(status, "ServerScaledDown", _SCALED_DOWN,
+                                           ref.generation, now)
         delete_job = decisions.ttl_expired(spec.ttl_seconds_after_finished,
                                            status.completion_time, now)
         return Outcome(status_to_wire(status), delete_job=delete_job)
@@ -153,10 +162,12 @@ class Reconciler:
               stop_generator: bool = True) -> Outcome:
         if stop_generator:
             self.children.stop_generator(ref.name, ref.namespace)
+        decisions.mark_failed(status, event, reason, message, ref.generation, now)
         if spec.shutdown_server_after_completion:
             # Give the GPUs back; the objects stay for inspection.
             self.children.scale_server(ref.name, ref.namespace, 0)
-        decisions.mark_failed(status, event, reason, message, ref.generation, now)
+            decisions.mark_server_down(status, "ServerScaledDown", _SCALED_DOWN,
+                                       ref.generation, now)
         return Outcome(status_to_wire(status))
 
     def _run(self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus,
