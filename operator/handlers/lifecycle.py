@@ -12,6 +12,7 @@ import kopf
 from draftgen.spec import GROUP, PLURAL, VERSION
 
 from .. import metrics
+from ..events import API_ERROR_REASON, JobEvent, job_events
 from ..kube import KubeError
 from ..reconcile import JobRef
 from . import state
@@ -22,6 +23,12 @@ def status_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {k: v for k, v in new.items() if old.get(k) != v}
     out.update({k: None for k in old if k not in new and k != "kopf"})
     return out
+
+
+def post_events(body: kopf.Body, events: list[JobEvent]) -> None:
+    """Post the events the job's rate limit admits (kopf sends them in the background)."""
+    for event in state.EVENTS.admit(body.metadata.uid or body.metadata.name or "", events):
+        kopf.event(body, type=event.type, reason=event.reason, message=event.message)
 
 
 def reconcile(body: kopf.Body, logger: logging.Logger) -> None:
@@ -48,15 +55,20 @@ def reconcile(body: kopf.Body, logger: logging.Logger) -> None:
                                       subresource="status")
         except KubeError as err:
             metrics.RECONCILE_ERRORS.labels(kind="api").inc()
+            # A refused call (403, a webhook, a quota) is otherwise only in the operator's log.
+            post_events(body, [JobEvent("Warning", API_ERROR_REASON, str(err))])
             # kopf retries the handler (timers: on the next tick) with backoff.
             raise kopf.TemporaryError(f"{err}", delay=5 if err.retryable else 30) from err
-        except Exception:
+        except Exception as err:
             metrics.RECONCILE_ERRORS.labels(kind="other").inc()
+            post_events(body, [JobEvent("Warning", "ReconcileFailed",
+                                        f"{type(err).__name__}: {err}")])
             raise
         finally:
             metrics.RECONCILE_DURATION.observe(time.monotonic() - started)
     old_phase, new_phase = ref.old_status.get("phase"), outcome.status.get("phase")
     metrics.record_phase(namespace, name, new_phase)
+    post_events(body, job_events(ref.old_status, outcome.status))
     if new_phase != old_phase:
         logger.info("phase %s → %s: %s", old_phase, new_phase, outcome.status.get("message", ""))
     if outcome.delete_job:

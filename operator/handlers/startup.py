@@ -19,7 +19,11 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
     ours = state.SETTINGS
     settings.peering.name = ours.peering_name
     settings.peering.standalone = settings.peering.standalone or ours.standalone
+    # Events: the reconcile posts its own (operator/events.py, rate-limited); kopf posts
+    # warnings about its handlers. Log records are not posted (a log line per poll would
+    # flood the API server's event store).
     settings.posting.level = logging.WARNING
+    settings.posting.loggers = False
     # Retry failed handlers soon (API hiccups), backing off to a minute.
     settings.execution.default_backoff = min(settings.execution.default_backoff, 10)
     settings.execution.max_workers = ours.handler_threads
