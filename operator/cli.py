@@ -5,8 +5,8 @@
     draftgen operator --render examples/kimi-k2.5.yaml     # what it would create, then exit
 
 Every option can also come from `DRAFTGEN_OPERATOR_*` env vars (operator/settings.py); options
-given here win. With explicit `--namespace` names kopf's namespace scanning is disabled, so the
-operator needs no cluster-wide namespace access (and the test emulator's `GET
+given here win. With explicit `--namespace` names kopf's scanning is disabled (handlers/startup.py),
+so the operator needs no access to namespaces or CRDs (and the test emulator's `GET
 /api/v1/namespaces` URL-parsing bug is not hit).
 """
 
@@ -99,14 +99,8 @@ def run(args: argparse.Namespace) -> int:
 
     settings = state.SETTINGS
     namespaces = list(settings.namespaces)
-    exact = bool(namespaces) and not any(c in ns for ns in namespaces for c in "*?[!")
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    if exact:
-        @kopf.on.startup()
-        def _no_scanning(settings: kopf.OperatorSettings, **_: object) -> None:
-            settings.scanning.disabled = True
 
     liveness = args.liveness
     if liveness is None and settings.liveness_port:

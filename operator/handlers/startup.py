@@ -29,6 +29,10 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
     settings.execution.max_workers = ours.handler_threads
     settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
     settings.persistence.finalizer = "draftgen.io/cleanup"
+    if ours.namespaces and not any(c in ns for ns in ours.namespaces for c in "*?[!"):
+        # Exact namespace names: nothing to discover, so no access to namespaces or CRDs is
+        # needed (operator/rbac.py); kopf would otherwise list and watch both.
+        settings.scanning.disabled = True
     # A job being deleted waits for its running timer to exit before the finalizer goes (the
     # TTL deletion is issued from the timer itself): check every second, not every minute.
     settings.background.cancellation_polling = 1

@@ -195,7 +195,7 @@ def kopf_registry_restored():
 
 
 @contextlib.contextmanager
-def running_operator():
+def running_operator(args: tuple[str, ...] = ("--all-namespaces", "--standalone")):
     """kopf running `draftgen.controller.handlers` in a thread, as `kopf run` would, against
     the emulator's kubeconfig; whatever the run registered with kopf, set in the environment or
     pointed the `kubernetes` package at is undone after it."""
@@ -212,7 +212,7 @@ def running_operator():
     verbose = ["--verbose"] if os.environ.get("DRAFTGEN_TEST_KOPF_VERBOSE") else []
     try:
         with kopf_registry_restored(), \
-                KopfRunner(["run", "--all-namespaces", "--standalone", *verbose,
+                KopfRunner(["run", *args, *verbose,
                             "-m", "draftgen.controller.handlers"]) as runner:
             yield runner
     finally:
