@@ -104,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
 
     liveness = args.liveness
     if liveness is None and settings.liveness_port:
-        liveness = f"http://0.0.0.0:{settings.liveness_port}/healthz"
+        host = settings.liveness_address
+        host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
+        liveness = f"http://{host}:{settings.liveness_port}/healthz"
     asyncio.run(kopf.operator(
         clusterwide=not namespaces,
         namespaces=namespaces,

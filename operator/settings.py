@@ -50,8 +50,17 @@ class OperatorSettings:
     metrics_port: int = 8080
     """Port of the operator's own Prometheus metrics (`/metrics`); 0 disables them."""
 
+    metrics_address: str = "127.0.0.1"
+    """Address the metrics server binds to. Loopback by default, so an operator run on a
+    workstation exposes nothing; in a pod Prometheus scrapes the pod IP, so the chart sets
+    0.0.0.0 (value `operator.metricsAddress`)."""
+
     liveness_port: int = 8081
     """Port of kopf's liveness endpoint (`/healthz`); 0 disables it."""
+
+    liveness_address: str = "127.0.0.1"
+    """Address the liveness endpoint binds to (the kubelet probes the pod IP: the chart sets
+    0.0.0.0, value `operator.livenessAddress`)."""
 
     poll_interval_seconds: float = 15.0
     """How often each job is reconciled: server readiness, generator progress, crash loops."""
@@ -82,6 +91,10 @@ class OperatorSettings:
 
     webhook_port: int = 9443
     """Port of the admission webhook server."""
+
+    webhook_address: str = "127.0.0.1"
+    """Address the webhook server binds to (the API server connects through the webhook
+    Service to the pod IP: the chart sets 0.0.0.0, value `operator.webhook.address`)."""
 
     webhook_host: str | None = None
     """Host name the API server uses to reach the webhook (a Service DNS name); None lets kopf

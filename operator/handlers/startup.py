@@ -39,10 +39,10 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
     if ours.webhook:
         register_webhook(ours)
         settings.admission.server = kopf.WebhookServer(
-            port=ours.webhook_port, host=ours.webhook_host, certfile=ours.webhook_certfile,
+            addr=ours.webhook_address, port=ours.webhook_port, host=ours.webhook_host, certfile=ours.webhook_certfile,
             pkeyfile=ours.webhook_pkeyfile, insecure=ours.webhook_insecure)
         settings.admission.managed = "draftgen.io"
     kube = Kube.from_environment()
     state.set_reconciler(Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, owner)))
-    serve(ours.metrics_port)
+    serve(ours.metrics_port, ours.metrics_address)
     logger.info("draftgen operator configured: poll every %ss", ours.poll_interval_seconds)
