@@ -161,15 +161,19 @@ def test_webhook_on(enforcing, monkeypatch) -> None:
     _check(cluster, rbac.rules(all_namespaces=True, webhook=True))
 
 
+def _without_finalizers(rbac_: Rbac) -> Rbac:
+    return Rbac(tuple(Grant(tuple(r for r in g.rules
+                                  if "generationjobs/finalizers" not in r["resources"]),
+                            g.namespaces) for g in rbac_.grants))
+
+
 def test_blocking_owner_references_need_the_finalizers_grant(enforcing) -> None:
     """The emulator's admission rule itself: without the grant, a child is refused as
     OpenShift refuses it."""
     cluster = enforcing({})
     emu = cluster.emu
     assert emu.rbac is not None
-    emu.emulator.rbac = Rbac(tuple(Grant(tuple(
-        r for r in g.rules if "generationjobs/finalizers" not in r["resources"]), g.namespaces)
-        for g in emu.rbac.grants))
+    emu.emulator.rbac = _without_finalizers(emu.rbac)
     owner = cluster.apply(example_job(NS))
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": NS}}
     kopf.adopt(child, owner)
@@ -198,3 +202,21 @@ def test_every_kind_kopf_manages_is_granted_or_excluded_with_a_reason() -> None:
         kind = (selector.group or "", selector.plural or selector.any_name)
         assert kind in granted or kind in KOPF_KINDS_NOT_GRANTED, f"kopf manages {kind}"
     assert not set(KOPF_KINDS_NOT_GRANTED) & granted
+
+
+def test_a_refused_call_is_reported_on_the_job(enforcing) -> None:
+    """Where the rules fall short (here: no finalizers grant under the admission plugin), the
+    user sees why on the GenerationJob (`kubectl describe gj`), not only in the operator's log."""
+    cluster = enforcing({})
+    emu = cluster.emu
+    assert emu.rbac is not None
+    emu.emulator.rbac = _without_finalizers(emu.rbac)
+    with running_operator():
+        cluster.apply(example_job(NS))
+        event = wait_for(lambda: next((r["data"] for r in emu.requests()
+                                       if r["plural"] == "events" and r["method"] == "POST"
+                                       and r["data"]["reason"] == "ReconcileError"), None),
+                         "a ReconcileError Event")
+    assert event["type"] == "Warning"
+    assert event["involvedObject"]["name"] == "kimi"
+    assert "cannot set blockOwnerDeletion" in event["message"]
