@@ -9,6 +9,7 @@ import kopf
 
 from ..kube import Kube
 from ..metrics import serve
+from ..rbac import WEBHOOK_CONFIGURATION
 from ..reconcile import Reconciler
 from ..validate import register_webhook
 from . import state
@@ -39,9 +40,11 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
     if ours.webhook:
         register_webhook(ours)
         settings.admission.server = kopf.WebhookServer(
-            addr=ours.webhook_address, port=ours.webhook_port, host=ours.webhook_host, certfile=ours.webhook_certfile,
+            addr=ours.webhook_address, port=ours.webhook_port, host=ours.webhook_host,
+            certfile=ours.webhook_certfile,
             pkeyfile=ours.webhook_pkeyfile, insecure=ours.webhook_insecure)
-        settings.admission.managed = "draftgen.io"
+        # kopf manages both configuration kinds under this name (operator/rbac.py).
+        settings.admission.managed = WEBHOOK_CONFIGURATION
     kube = Kube.from_environment()
     state.set_reconciler(Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, owner)))
     serve(ours.metrics_port, ours.metrics_address)

@@ -51,7 +51,8 @@ def test_the_default_is_rbac_rules():
 
 def test_no_wildcards_and_no_secrets():
     for mode in MODES.values():
-        for group, resource, verb, _ in set().union(*_roles(render({"operator": mode[0]})).values()):
+        granted = set().union(*_roles(render({"operator": mode[0]})).values())
+        for group, resource, verb, _ in granted:
             assert "*" not in (group, resource, verb)
             assert resource != "secrets"
 

@@ -353,7 +353,8 @@ class EmulatorThread:
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        async with DraftgenEmulator(rbac=self.rbac) as emulator, kmock.Server(emulator, host="127.0.0.1") as srv:
+        async with DraftgenEmulator(rbac=self.rbac) as emulator, \
+                kmock.Server(emulator, host="127.0.0.1") as srv:
             self.emulator = emulator
             self.url = str(srv.url).rstrip("/")
             self._ready.set()
