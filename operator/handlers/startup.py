@@ -20,9 +20,9 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
     ours = state.SETTINGS
     settings.peering.name = ours.peering_name
     settings.peering.standalone = settings.peering.standalone or ours.standalone
-    # Events: the reconcile posts its own (operator/events.py, rate-limited); kopf posts
-    # warnings about its handlers. Log records are not posted (a log line per poll would
-    # flood the API server's event store).
+    # Events: the reconcile posts its own (operator/events.py, rate-limited), including its
+    # failures. Log records, kopf's own included, are not posted: a log line per poll, or a
+    # retry message per backoff, would flood the API server's event store.
     settings.posting.level = logging.WARNING
     settings.posting.loggers = False
     # Retry failed handlers soon (API hiccups), backing off to a minute.
