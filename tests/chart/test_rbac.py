@@ -5,11 +5,9 @@ those rules against what the operator really calls.)"""
 
 from __future__ import annotations
 
-import pytest
+from draftgen.controller import rbac
 
 from .rendering import of_kind, render
-
-rbac = pytest.importorskip("draftgen.controller.rbac", reason="the operator's rbac module is missing")
 
 CLUSTER_SCOPED = {"customresourcedefinitions", "namespaces", "clusterkopfpeerings",
                   "validatingwebhookconfigurations", "mutatingwebhookconfigurations"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from conftest import Cluster, free_port, running_operator, wait_for
+from .harness import Cluster, free_port, running_operator, wait_for
 
 from draftgen.controller import metrics
 from draftgen.controller.handlers import state

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import APPS, Cluster, example_job
+from .harness import APPS, Cluster, example_job
 
 from draftgen.controller.kube import Kube
 from draftgen.controller.reconcile import JobRef, Reconciler

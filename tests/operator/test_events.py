@@ -5,7 +5,7 @@ before the reconcile posted its own; asserted on what the emulator received."""
 
 from __future__ import annotations
 
-from conftest import Cluster, example_job, wait_for
+from .harness import Cluster, example_job, wait_for
 
 from draftgen.controller.events import EventLimiter, JobEvent, job_events
 

@@ -16,14 +16,12 @@ from pathlib import Path
 
 import kopf
 import pytest
-from conftest import _KUBECONFIG, Cluster, example_job, free_port, running_operator, wait_for
-from emulator import OPERATOR_AGENTS, EmulatorThread, Grant, Rbac
+from .harness import _KUBECONFIG, Cluster, example_job, free_port, running_operator, wait_for
+from .emulator import OPERATOR_AGENTS, EmulatorThread, Grant, Rbac
 
 from draftgen.controller import rbac
 from draftgen.controller.handlers import state
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from chart.rendering import render as render_chart  # noqa: E402
+from tests.chart.rendering import render as render_chart
 
 NS = "drafters"
 SA = {"kind": "ServiceAccount", "name": "dg-draftgen", "namespace": "draftgen"}
