@@ -7,7 +7,7 @@ import logging
 import sys
 import time
 from collections import deque
-from typing import Sequence
+from collections.abc import Sequence
 
 from draftgen.plan.eta import format_duration, remaining_completion_tokens
 
@@ -45,9 +45,13 @@ def remaining_tokens(ledger: Ledger) -> float | None:
     b = ledger.budget
     n = ledger.samples
     return remaining_completion_tokens(
-        b.completion_tokens, b.total_tokens, b.max_samples,
-        ledger.prompt_tokens / n if n else None, ledger.completion_tokens / n if n else None,
-        ledger.completion_tokens)
+        b.completion_tokens,
+        b.total_tokens,
+        b.max_samples,
+        ledger.prompt_tokens / n if n else None,
+        ledger.completion_tokens / n if n else None,
+        ledger.completion_tokens,
+    )
 
 
 def eta_seconds(ledgers: Sequence[Ledger], rate: float) -> float | None:
@@ -92,8 +96,9 @@ def _state(ledger: Ledger) -> str:
 class Progress:
     """Shows progress every `interval` seconds; `live` picks the terminal display."""
 
-    def __init__(self, ledgers: Sequence[Ledger], *, live: bool | None = None,
-                 interval: float | None = None) -> None:
+    def __init__(
+        self, ledgers: Sequence[Ledger], *, live: bool | None = None, interval: float | None = None
+    ) -> None:
         self.ledgers = ledgers
         self.live = sys.stderr.isatty() if live is None else live
         self.interval = interval if interval is not None else (0.5 if self.live else 10.0)
@@ -109,8 +114,12 @@ class Progress:
             from rich.console import Console
             from rich.live import Live
 
-            self._display = Live(self._table(0.0, None, 0), console=Console(stderr=True),
-                                 refresh_per_second=4, transient=False)
+            self._display = Live(
+                self._table(0.0, None, 0),
+                console=Console(stderr=True),
+                refresh_per_second=4,
+                transient=False,
+            )
             self._display.__enter__()
         return self
 
@@ -123,23 +132,46 @@ class Progress:
         from rich.progress_bar import ProgressBar
         from rich.table import Table
 
-        table = Table(title=f"draftgen  {rate:,.0f} tok/s  {in_flight} in flight  ETA {_fmt_eta(eta)}",
-                      expand=False)
-        for col in ("dataset", "progress", "", "tokens / budget", "tok/s", "ETA", "samples",
-                    "trunc", "rejects", "state"):
-            table.add_column(col, justify="left" if col in ("dataset", "tokens / budget", "state")
-                             else "right", no_wrap=True)
+        table = Table(
+            title=f"draftgen  {rate:,.0f} tok/s  {in_flight} in flight  ETA {_fmt_eta(eta)}",
+            expand=False,
+        )
+        for col in (
+            "dataset",
+            "progress",
+            "",
+            "tokens / budget",
+            "tok/s",
+            "ETA",
+            "samples",
+            "trunc",
+            "rejects",
+            "state",
+        ):
+            table.add_column(
+                col,
+                justify="left" if col in ("dataset", "tokens / budget", "state") else "right",
+                no_wrap=True,
+            )
         for ledger in self.ledgers:
             frac = ledger.fraction_done()
             ds_rate = self._rates[ledger.dataset].rate()
             left = remaining_tokens(ledger)
-            ds_eta = 0.0 if ledger.done else (left / ds_rate if left is not None and ds_rate > 0 else None)
+            ds_eta = (
+                0.0
+                if ledger.done
+                else (left / ds_rate if left is not None and ds_rate > 0 else None)
+            )
             table.add_row(
                 ledger.dataset,
                 ProgressBar(total=1.0, completed=1.0 if ledger.done else (frac or 0.0), width=20),
                 "-" if frac is None else f"{100 * frac:.0f}%",
-                _budget_text(ledger), f"{ds_rate:,.0f}", _fmt_eta(ds_eta), f"{ledger.samples:,}",
-                f"{100 * ledger.truncation_rate:.1f}%", f"{sum(ledger.rejects.values())}",
+                _budget_text(ledger),
+                f"{ds_rate:,.0f}",
+                _fmt_eta(ds_eta),
+                f"{ledger.samples:,}",
+                f"{100 * ledger.truncation_rate:.1f}%",
+                f"{sum(ledger.rejects.values())}",
                 _state(ledger),
             )
         return table
@@ -153,5 +185,10 @@ class Progress:
             self._display.update(self._table(rate, eta, in_flight))
             return
         parts = [f"{l.dataset}: {_budget_text(l)} {_state(l)}" for l in self.ledgers]
-        log.info("%.0f tok/s, %d in flight, ETA %s | %s", rate, in_flight, _fmt_eta(eta),
-                 " | ".join(parts))
+        log.info(
+            "%.0f tok/s, %d in flight, ETA %s | %s",
+            rate,
+            in_flight,
+            _fmt_eta(eta),
+            " | ".join(parts),
+        )

@@ -21,9 +21,17 @@ from .decisions import SERVER_FAILURE_REASONS
 
 EventType = Literal["Normal", "Warning"]
 
-WARNING_REASONS = frozenset({
-    "InvalidSpec", "Unschedulable", "ImagePullError", "GeneratorUnschedulable",
-    "GeneratorImagePullError", "GeneratorFailed", *SERVER_FAILURE_REASONS})
+WARNING_REASONS = frozenset(
+    {
+        "InvalidSpec",
+        "Unschedulable",
+        "ImagePullError",
+        "GeneratorUnschedulable",
+        "GeneratorImagePullError",
+        "GeneratorFailed",
+        *SERVER_FAILURE_REASONS,
+    }
+)
 """Condition reasons that mean a person has to act (docs/operator.md lists each one)."""
 
 API_ERROR_REASON = "ReconcileError"
@@ -58,10 +66,16 @@ def job_events(old: dict[str, Any], new: dict[str, Any]) -> list[JobEvent]:
     events = []
     old_phase, new_phase = old.get("phase"), new.get("phase")
     if new_phase and new_phase != old_phase:
-        events.append(JobEvent(
-            "Warning" if new_phase == "Failed" else "Normal", str(new_phase),
-            f"phase {old_phase or 'none'} → {new_phase}: {new.get('message') or ''}".rstrip(": "),
-            once=False))
+        events.append(
+            JobEvent(
+                "Warning" if new_phase == "Failed" else "Normal",
+                str(new_phase),
+                f"phase {old_phase or 'none'} → {new_phase}: {new.get('message') or ''}".rstrip(
+                    ": "
+                ),
+                once=False,
+            )
+        )
     before = _failures(old)
     for reason, message in _failures(new).items():
         if before.get(reason) != message:
@@ -81,9 +95,14 @@ class EventLimiter:
     same (reason, message) at most once per `repeat_seconds`. Thread-safe (handlers run in
     kopf's thread pool)."""
 
-    def __init__(self, *, burst: int = 10, refill_seconds: float = 30.0,
-                 repeat_seconds: float = 600.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        burst: int = 10,
+        refill_seconds: float = 30.0,
+        repeat_seconds: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.burst, self.refill_seconds, self.repeat_seconds = burst, refill_seconds, repeat_seconds
         self._clock = clock
         self._jobs: dict[str, _Budget] = {}
@@ -95,11 +114,13 @@ class EventLimiter:
         with self._lock:
             now = self._clock()
             budget = self._jobs.setdefault(job, _Budget(tokens=self.burst, updated=now))
-            budget.tokens = min(self.burst, budget.tokens +
-                                (now - budget.updated) / self.refill_seconds)
+            budget.tokens = min(
+                self.burst, budget.tokens + (now - budget.updated) / self.refill_seconds
+            )
             budget.updated = now
-            budget.recent = {k: t for k, t in budget.recent.items()
-                             if now - t < self.repeat_seconds}
+            budget.recent = {
+                k: t for k, t in budget.recent.items() if now - t < self.repeat_seconds
+            }
             for event in events:
                 key = (event.reason, event.message)
                 if (event.once and key in budget.recent) or budget.tokens < 1:

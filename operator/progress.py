@@ -43,8 +43,9 @@ class GeneratorProgress:
         if not self.datasets:
             return ""
         if all(b for b in budgets):
-            done = sum(min(d.completion_tokens, d.budget_completion_tokens or 0)
-                       for d in self.datasets)
+            done = sum(
+                min(d.completion_tokens, d.budget_completion_tokens or 0) for d in self.datasets
+            )
             total = sum(b or 0 for b in budgets)
             return f"{100 * done // total}%"
         finished = sum(1 for d in self.datasets if d.done)
@@ -92,13 +93,24 @@ def parse_metrics(text: str) -> GeneratorProgress:
         overshoot = None
         if b:
             overshoot = round(max(0, completion - b) * 100.0 / b, 3)
-        datasets.append(DatasetProgress(
-            name=name, samples=int(counts["samples"]), prompt_tokens=int(counts["prompt"]),
-            completion_tokens=completion, budget_completion_tokens=b,
-            done=done.get(name, False), overshoot_percent=overshoot,
-            rejects=int(counts["rejects"])))
-    return GeneratorProgress(datasets=datasets, throughput_tokens_per_second=throughput,
-                             eta_seconds=eta, job_done=job_done)
+        datasets.append(
+            DatasetProgress(
+                name=name,
+                samples=int(counts["samples"]),
+                prompt_tokens=int(counts["prompt"]),
+                completion_tokens=completion,
+                budget_completion_tokens=b,
+                done=done.get(name, False),
+                overshoot_percent=overshoot,
+                rejects=int(counts["rejects"]),
+            )
+        )
+    return GeneratorProgress(
+        datasets=datasets,
+        throughput_tokens_per_second=throughput,
+        eta_seconds=eta,
+        job_done=job_done,
+    )
 
 
 def scrape(host: str, port: int, timeout: float) -> GeneratorProgress | None:

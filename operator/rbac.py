@@ -28,22 +28,26 @@ Rule = dict[str, list[str]]
 NAMESPACED_RULES: list[Rule] = [
     # The resource itself: kopf lists, watches and patches it (finalizer, progress), the
     # reconcile reads it fresh and patches its status, the TTL deletes it.
-    {"apiGroups": ["draftgen.io"], "resources": ["generationjobs"],
-     "verbs": ["get", "list", "watch", "patch", "delete"]},
+    {
+        "apiGroups": ["draftgen.io"],
+        "resources": ["generationjobs"],
+        "verbs": ["get", "list", "watch", "patch", "delete"],
+    },
     {"apiGroups": ["draftgen.io"], "resources": ["generationjobs/status"], "verbs": ["patch"]},
     # Children carry owner references with blockOwnerDeletion (kopf.adopt): where the
     # OwnerReferencesPermissionEnforcement admission plugin is on (OpenShift), setting it needs
     # update on the owner's finalizers. No request uses it: only admission checks it.
-    {"apiGroups": ["draftgen.io"], "resources": ["generationjobs/finalizers"],
-     "verbs": ["update"]},
+    {"apiGroups": ["draftgen.io"], "resources": ["generationjobs/finalizers"], "verbs": ["update"]},
     # The server: a Deployment per replica (created, scaled, rolled, torn down) and a headless
     # Service.
-    {"apiGroups": ["apps"], "resources": ["deployments"],
-     "verbs": ["get", "list", "create", "patch", "delete"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["deployments"],
+        "verbs": ["get", "list", "create", "patch", "delete"],
+    },
     {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "create", "delete"]},
     # The generator: its job document and its Job.
-    {"apiGroups": [""], "resources": ["configmaps"],
-     "verbs": ["get", "create", "patch", "delete"]},
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "patch", "delete"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "delete"]},
     # Pods are only listed (by label): restarts, OOM kills, scheduling, addresses for metrics.
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
@@ -53,17 +57,22 @@ NAMESPACED_RULES: list[Rule] = [
 
 ALL_NAMESPACES_RULES: list[Rule] = [
     # kopf's peering between operator replicas (keep-alives are patches of the peering).
-    {"apiGroups": ["kopf.dev"], "resources": ["clusterkopfpeerings"],
-     "verbs": ["list", "watch", "patch"]},
+    {
+        "apiGroups": ["kopf.dev"],
+        "resources": ["clusterkopfpeerings"],
+        "verbs": ["list", "watch", "patch"],
+    },
     # kopf's scanning: it watches CRDs to notice the GenerationJob CRD being (re)installed.
-    {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
-     "verbs": ["list", "watch"]},
+    {
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "verbs": ["list", "watch"],
+    },
 ]
 
 WATCHED_NAMESPACES_RULES: list[Rule] = [
     # kopf's peering in each watched namespace.
-    {"apiGroups": ["kopf.dev"], "resources": ["kopfpeerings"],
-     "verbs": ["list", "watch", "patch"]},
+    {"apiGroups": ["kopf.dev"], "resources": ["kopfpeerings"], "verbs": ["list", "watch", "patch"]},
 ]
 
 WEBHOOK_CONFIGURATION = "draftgen.io"
@@ -72,12 +81,17 @@ WEBHOOK_CONFIGURATION = "draftgen.io"
 WEBHOOK_RULES: list[Rule] = [
     # kopf creates both configurations (try-and-ignore-409: a create cannot be limited to a
     # name) and patches its webhooks in: the mutating one too, left empty (no mutating handler).
-    {"apiGroups": ["admissionregistration.k8s.io"],
-     "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
-     "verbs": ["create"]},
-    {"apiGroups": ["admissionregistration.k8s.io"],
-     "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
-     "resourceNames": [WEBHOOK_CONFIGURATION], "verbs": ["patch"]},
+    {
+        "apiGroups": ["admissionregistration.k8s.io"],
+        "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+        "verbs": ["create"],
+    },
+    {
+        "apiGroups": ["admissionregistration.k8s.io"],
+        "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+        "resourceNames": [WEBHOOK_CONFIGURATION],
+        "verbs": ["patch"],
+    },
 ]
 
 
@@ -93,8 +107,9 @@ def namespaced_rules(*, all_namespaces: bool) -> list[Rule]:
 
 def rules(*, all_namespaces: bool = True, webhook: bool = False) -> list[Rule]:
     """Every rule the operator needs in this mode."""
-    return cluster_rules(all_namespaces=all_namespaces, webhook=webhook) + \
-        namespaced_rules(all_namespaces=all_namespaces)
+    return cluster_rules(all_namespaces=all_namespaces, webhook=webhook) + namespaced_rules(
+        all_namespaces=all_namespaces
+    )
 
 
 RULES: list[Rule] = rules()

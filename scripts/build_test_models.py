@@ -563,8 +563,12 @@ def generation_prompts(out_dir: Path, name: str) -> list[list[int]]:
         msgs = [{"role": "user", "content": f"Question {i}: what is {i} times {i + 3}?"}]
         prompts.append(
             tok.apply_chat_template(
-                msgs, tools=SAMPLE_TOOLS if i == 2 else None, add_generation_prompt=True,
-                tokenize=True, return_dict=False, **{kw: flag},
+                msgs,
+                tools=SAMPLE_TOOLS if i == 2 else None,
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=False,
+                **{kw: flag},
             )
         )
     return prompts
@@ -585,10 +589,14 @@ def greedy_ok(weights, cfg_obj, cls, prompts, eos_id, steps: int = 48) -> bool:
             if first > 0.05:
                 return False
             out = model.generate(
-                input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=steps,
-                do_sample=False, eos_token_id=eos_id, pad_token_id=eos_id,
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=steps,
+                do_sample=False,
+                eos_token_id=eos_id,
+                pad_token_id=eos_id,
             )
-            if eos_id in out[0, len(p):].tolist():
+            if eos_id in out[0, len(p) :].tolist():
                 return False
     return True
 
@@ -716,7 +724,10 @@ def check(out_dir: Path, name: str, verbose: bool = True) -> None:
         )
         assert ids[-1] == 163606, ids[-8:]
         ids_nt = tok.apply_chat_template(
-            SAMPLE_MESSAGES, add_generation_prompt=True, tokenize=True, return_dict=False,
+            SAMPLE_MESSAGES,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
             thinking=False,
         )
         assert ids_nt[-2:] == [163606, 163607], ids_nt[-8:]
@@ -729,12 +740,19 @@ def check(out_dir: Path, name: str, verbose: bool = True) -> None:
             got = tok.encode(s, add_special_tokens=False)
             assert len(got) == 1, (s, got)
         ids = tok.apply_chat_template(
-            SAMPLE_MESSAGES, tools=SAMPLE_TOOLS, add_generation_prompt=True, tokenize=True,
-            return_dict=False, enable_thinking=False,
+            SAMPLE_MESSAGES,
+            tools=SAMPLE_TOOLS,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+            enable_thinking=False,
         )
         assert ids[-1] == tok.encode("\n\n", add_special_tokens=False)[-1] or True
         text = tok.apply_chat_template(
-            SAMPLE_MESSAGES, tools=SAMPLE_TOOLS, add_generation_prompt=True, tokenize=False,
+            SAMPLE_MESSAGES,
+            tools=SAMPLE_TOOLS,
+            add_generation_prompt=True,
+            tokenize=False,
             enable_thinking=False,
         )
         assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n"), text[-80:]

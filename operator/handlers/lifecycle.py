@@ -51,8 +51,9 @@ def reconcile(body: kopf.Body, logger: logging.Logger) -> None:
             outcome = reconciler.reconcile(ref)
             patch = status_patch(ref.old_status, outcome.status)
             if patch:
-                reconciler.kube.patch("GenerationJob", namespace, name, {"status": patch},
-                                      subresource="status")
+                reconciler.kube.patch(
+                    "GenerationJob", namespace, name, {"status": patch}, subresource="status"
+                )
         except KubeError as err:
             metrics.RECONCILE_ERRORS.labels(kind="api").inc()
             # A refused call (403, a webhook, a quota) is otherwise only in the operator's log.
@@ -61,8 +62,9 @@ def reconcile(body: kopf.Body, logger: logging.Logger) -> None:
             raise kopf.TemporaryError(f"{err}", delay=5 if err.retryable else 30) from err
         except Exception as err:
             metrics.RECONCILE_ERRORS.labels(kind="other").inc()
-            post_events(body, [JobEvent("Warning", "ReconcileFailed",
-                                        f"{type(err).__name__}: {err}")])
+            post_events(
+                body, [JobEvent("Warning", "ReconcileFailed", f"{type(err).__name__}: {err}")]
+            )
             raise
         finally:
             metrics.RECONCILE_DURATION.observe(time.monotonic() - started)
@@ -83,7 +85,12 @@ def on_change(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
     reconcile(body, logger)
 
 
-@kopf.timer(GROUP, VERSION, PLURAL, interval=state.SETTINGS.poll_interval_seconds,
-            initial_delay=state.SETTINGS.poll_interval_seconds)
+@kopf.timer(
+    GROUP,
+    VERSION,
+    PLURAL,
+    interval=state.SETTINGS.poll_interval_seconds,
+    initial_delay=state.SETTINGS.poll_interval_seconds,
+)
 def on_timer(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
     reconcile(body, logger)

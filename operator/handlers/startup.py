@@ -40,9 +40,13 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
     if ours.webhook:
         register_webhook(ours)
         settings.admission.server = kopf.WebhookServer(
-            addr=ours.webhook_address, port=ours.webhook_port, host=ours.webhook_host,
+            addr=ours.webhook_address,
+            port=ours.webhook_port,
+            host=ours.webhook_host,
             certfile=ours.webhook_certfile,
-            pkeyfile=ours.webhook_pkeyfile, insecure=ours.webhook_insecure)
+            pkeyfile=ours.webhook_pkeyfile,
+            insecure=ours.webhook_insecure,
+        )
         # kopf manages both configuration kinds under this name (operator/rbac.py).
         settings.admission.managed = WEBHOOK_CONFIGURATION
     kube = Kube.from_environment()

@@ -23,8 +23,12 @@ ON_BY_DEFAULT_FROM = {
 
 # `kubectl get all` does not include ConfigMaps: a command that lists a job's children must
 # name the kinds.
-PLURALS = {"ConfigMap": "configmaps", "Deployment": "deployments", "Job": "jobs",
-           "Service": "services"}
+PLURALS = {
+    "ConfigMap": "configmaps",
+    "Deployment": "deployments",
+    "Job": "jobs",
+    "Service": "services",
+}
 
 
 def _children() -> list[dict]:
@@ -48,8 +52,11 @@ def _minimum() -> tuple[int, int]:
 
 
 def test_the_minimum_version_enables_every_field_the_children_use() -> None:
-    needed = max(version for field, version in ON_BY_DEFAULT_FROM.items()
-                 if any(_uses(obj, field) for obj in _children()))
+    needed = max(
+        version
+        for field, version in ON_BY_DEFAULT_FROM.items()
+        if any(_uses(obj, field) for obj in _children())
+    )
     assert _minimum() >= needed, f"Chart.yaml kubeVersion allows {_minimum()} < {needed}"
 
 
@@ -64,9 +71,11 @@ def test_the_docs_state_the_charts_minimum() -> None:
 def test_commands_for_a_jobs_children_name_every_kind() -> None:
     kinds = {PLURALS[obj["kind"]] for obj in _children()}
     files = [*(REPO / "docs").glob("*.md"), REPO / "README.md", *(REPO / "operator").glob("*.py")]
-    commands = [(path.name, cmd) for path in files
-                for cmd in re.findall(r"kubectl get [^`\n]*-l draftgen\.io/job=[^`\n]*",
-                                      path.read_text())]
+    commands = [
+        (path.name, cmd)
+        for path in files
+        for cmd in re.findall(r"kubectl get [^`\n]*-l draftgen\.io/job=[^`\n]*", path.read_text())
+    ]
     assert commands, "no command that lists a job's children"
     for name, cmd in commands:
         listed = set(cmd.split()[2].split(","))

@@ -5,12 +5,19 @@ those rules against what the operator really calls.)"""
 
 from __future__ import annotations
 
+import pytest
+
 from draftgen.controller import rbac
 
 from .rendering import of_kind, render
 
-CLUSTER_SCOPED = {"customresourcedefinitions", "namespaces", "clusterkopfpeerings",
-                  "validatingwebhookconfigurations", "mutatingwebhookconfigurations"}
+CLUSTER_SCOPED = {
+    "customresourcedefinitions",
+    "namespaces",
+    "clusterkopfpeerings",
+    "validatingwebhookconfigurations",
+    "mutatingwebhookconfigurations",
+}
 WEBHOOK = {"webhook": {"enabled": True, "certSecret": "webhook-tls"}}
 CHOSEN = {"watchNamespaces": ["team-a", "team-b"]}
 MODES = {
@@ -23,9 +30,14 @@ MODES = {
 
 def grants(rules) -> set[tuple[str, str, str, str | None]]:
     """(group, resource, verb, resourceName or None) of every rule."""
-    return {(group, resource, verb, name) for rule in rules for group in rule["apiGroups"]
-            for resource in rule["resources"] for verb in rule["verbs"]
-            for name in rule.get("resourceNames") or [None]}
+    return {
+        (group, resource, verb, name)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+        for name in rule.get("resourceNames") or [None]
+    }
 
 
 def _roles(docs) -> dict[str, set]:
@@ -37,8 +49,9 @@ def test_chart_grants_exactly_the_operator_rules_in_each_mode(mode):
     values, kwargs = MODES[mode]
     roles = _roles(render({"operator": values}))
     assert of_kind(render({"operator": values}), "Role") == []
-    assert roles.pop("dg-draftgen-operator") == grants(rbac.namespaced_rules(
-        all_namespaces=kwargs["all_namespaces"]))
+    assert roles.pop("dg-draftgen-operator") == grants(
+        rbac.namespaced_rules(all_namespaces=kwargs["all_namespaces"])
+    )
     assert roles.pop("dg-draftgen-operator-cluster", set()) == grants(rbac.cluster_rules(**kwargs))
     assert roles == {}
 
@@ -70,8 +83,9 @@ def test_watching_every_namespace_binds_cluster_wide():
     assert bound == {"dg-draftgen-operator", "dg-draftgen-operator-cluster"}
     assert of_kind(docs, "RoleBinding") == []
     for binding in of_kind(docs, "ClusterRoleBinding"):
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "dg-draftgen",
-                                        "namespace": "draftgen"}]
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "dg-draftgen", "namespace": "draftgen"}
+        ]
 
 
 def test_watching_chosen_namespaces_binds_only_there():
@@ -82,5 +96,6 @@ def test_watching_chosen_namespaces_binds_only_there():
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
     assert {b["roleRef"]["name"] for b in bindings} == {"dg-draftgen-operator"}
     with_webhook = render({"operator": {**CHOSEN, **WEBHOOK}})
-    assert {b["roleRef"]["name"] for b in of_kind(with_webhook, "ClusterRoleBinding")} == \
-        {"dg-draftgen-operator-cluster"}
+    assert {b["roleRef"]["name"] for b in of_kind(with_webhook, "ClusterRoleBinding")} == {
+        "dg-draftgen-operator-cluster"
+    }

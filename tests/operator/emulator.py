@@ -49,22 +49,30 @@ RESOURCES = {
     "v1/configmaps": dict(kind="ConfigMap", namespaced=True),
     "v1/events": dict(kind="Event", namespaced=True),
     "v1/namespaces": dict(kind="Namespace", namespaced=False),
-    "apps/v1/deployments": dict(kind="Deployment", namespaced=True,
-                                subresources={"status", "scale"}),
+    "apps/v1/deployments": dict(
+        kind="Deployment", namespaced=True, subresources={"status", "scale"}
+    ),
     "batch/v1/jobs": dict(kind="Job", namespaced=True, subresources={"status"}),
     "apiextensions.k8s.io/v1/customresourcedefinitions": dict(
-        kind="CustomResourceDefinition", namespaced=False),
+        kind="CustomResourceDefinition", namespaced=False
+    ),
     "admissionregistration.k8s.io/v1/validatingwebhookconfigurations": dict(
-        kind="ValidatingWebhookConfiguration", namespaced=False),
+        kind="ValidatingWebhookConfiguration", namespaced=False
+    ),
     # A real server serves it, so kopf's webhook management creates one too (it did not
     # here while the emulator lacked it, and the operator crash-looped on a real cluster).
     "admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": dict(
-        kind="MutatingWebhookConfiguration", namespaced=False),
+        kind="MutatingWebhookConfiguration", namespaced=False
+    ),
     "kopf.dev/v1/clusterkopfpeerings": dict(kind="ClusterKopfPeering", namespaced=False),
     "kopf.dev/v1/kopfpeerings": dict(kind="KopfPeering", namespaced=True),
     "draftgen.io/v1alpha1/generationjobs": dict(
-        kind="GenerationJob", singular="generationjob", namespaced=True,
-        shortnames={"gj"}, subresources={"status"}),
+        kind="GenerationJob",
+        singular="generationjob",
+        namespaced=True,
+        shortnames={"gj"},
+        subresources={"status"},
+    ),
 }
 VERBS = {"get", "list", "watch", "create", "patch", "update", "delete"}
 
@@ -94,42 +102,51 @@ class Rbac:
     owner_references: bool = True
     user: str = "system:serviceaccount:draftgen:dg-draftgen"
 
-    def allows(self, verb: str, group: str, resource: str, namespace: str | None,
-               name: str | None) -> bool:
+    def allows(
+        self, verb: str, group: str, resource: str, namespace: str | None, name: str | None
+    ) -> bool:
         for grant in self.grants:
             if namespace is None and grant.namespaces is not None:
                 continue  # a RoleBinding grants nothing cluster-scoped
             if grant.namespaces is not None and namespace not in grant.namespaces:
                 continue
             for rule in grant.rules:
-                if group in rule["apiGroups"] and resource in rule["resources"] and \
-                        verb in rule["verbs"] and \
-                        (not rule.get("resourceNames") or name in rule["resourceNames"]):
+                if (
+                    group in rule["apiGroups"]
+                    and resource in rule["resources"]
+                    and verb in rule["verbs"]
+                    and (not rule.get("resourceNames") or name in rule["resourceNames"])
+                ):
                     return True
         return False
 
-    def refusal(self, verb: str, group: str, resource: str, namespace: str | None,
-                name: str | None) -> str:
+    def refusal(
+        self, verb: str, group: str, resource: str, namespace: str | None, name: str | None
+    ) -> str:
         """kube-apiserver's RBAC message for a refused request."""
         plural, _, sub = resource.partition("/")
         what = f"{plural}.{group}" if group else plural
         named = f' "{name}"' if name else ""
         scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-        return (f'{what}{named} is forbidden: User "{self.user}" cannot {verb} resource '
-                f'"{resource}" in API group "{group}" {scope}')
+        return (
+            f'{what}{named} is forbidden: User "{self.user}" cannot {verb} resource '
+            f'"{resource}" in API group "{group}" {scope}'
+        )
 
 
 def _verb(request: kmock.Request) -> str:
     method = str(request.method.value)
     if method == "GET":
-        return {kmock.action.LIST: "list", kmock.action.WATCH: "watch"}.get(
-            request.action, "get")  # type: ignore[arg-type]
+        return {kmock.action.LIST: "list", kmock.action.WATCH: "watch"}.get(request.action, "get")  # type: ignore[arg-type]
     return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
 
 
 def _blocking_owners(obj: Any) -> list[dict[str, Any]]:
-    refs = ((obj or {}).get("metadata") or {}).get("ownerReferences") or [] \
-        if isinstance(obj, dict) else []
+    refs = (
+        ((obj or {}).get("metadata") or {}).get("ownerReferences") or []
+        if isinstance(obj, dict)
+        else []
+    )
     return [ref for ref in refs if ref.get("blockOwnerDeletion")]
 
 
@@ -170,15 +187,20 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
 
     async def _handle(self, request: kmock.Request):  # type: ignore[override]
         version = None
-        if request.resource is not None and request.resource.plural and self.rbac is not None and \
-                request.headers.get("User-Agent", "").startswith(OPERATOR_AGENTS):
+        if (
+            request.resource is not None
+            and request.resource.plural
+            and self.rbac is not None
+            and request.headers.get("User-Agent", "").startswith(OPERATOR_AGENTS)
+        ):
             self._authorize(self.rbac, request)
         if request.resource is not None:
             try:
                 version = self._stamp(request)
             except (jsonpatch.JsonPatchConflict, jsonpatch.JsonPatchTestFailed) as err:
-                raise kmock_k8s.KubernetesError(status=422, reason="Invalid",
-                                                message=str(err)) from None
+                raise kmock_k8s.KubernetesError(
+                    status=422, reason="Invalid", message=str(err)
+                ) from None
         try:
             return await super()._handle(request)
         finally:
@@ -193,8 +215,11 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
         since = _version(dict(request.params).get("resourceVersion"))
         bus = self._buses[request.resource]
         async with self._lock:
-            snapshot = [obj.raw for (resource, namespace, name), obj in self._objects.items()
-                        if not obj.deleted and _watched(request, resource, namespace, name)]
+            snapshot = [
+                obj.raw
+                for (resource, namespace, name), obj in self._objects.items()
+                if not obj.deleted and _watched(request, resource, namespace, name)
+            ]
             marker = await bus.mark()
         try:
             for raw in snapshot:
@@ -214,47 +239,77 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
         selector = dict(request.params).get("labelSelector")
         if selector:
             terms = dict(term.split("=", 1) for term in selector.split(",") if "=" in term)
-            result["items"] = [o for o in result["items"] if all(
-                ((o.get("metadata") or {}).get("labels") or {}).get(k) == v
-                for k, v in terms.items())]
+            result["items"] = [
+                o
+                for o in result["items"]
+                if all(
+                    ((o.get("metadata") or {}).get("labels") or {}).get(k) == v
+                    for k, v in terms.items()
+                )
+            ]
         return result
 
     def _authorize(self, rbac: Rbac, request: kmock.Request) -> None:
         """RBAC, then the OwnerReferencesPermissionEnforcement admission plugin: 403 if refused."""
-        resource = request.resource.plural + (f"/{request.subresource}"  # type: ignore[union-attr]
-                                              if request.subresource else "")
+        resource = request.resource.plural + (
+            f"/{request.subresource}"  # type: ignore[union-attr]
+            if request.subresource
+            else ""
+        )
         group = request.resource.group or ""  # type: ignore[union-attr]
         verb = _verb(request)
         name = request.name
         if name is None and isinstance(request.data, dict):
             name = (request.data.get("metadata") or {}).get("name")
         if not rbac.allows(verb, group, resource, request.namespace, request.name):
-            raise kmock_k8s.KubernetesError(status=403, reason="Forbidden", message=rbac.refusal(
-                verb, group, resource, request.namespace, request.name))
+            raise kmock_k8s.KubernetesError(
+                status=403,
+                reason="Forbidden",
+                message=rbac.refusal(verb, group, resource, request.namespace, request.name),
+            )
         if not rbac.owner_references or verb not in ("create", "update", "patch"):
             return
         key = (request.resource, request.namespace, request.name)
         current = self.objects[key].raw if request.name and key in self.objects else None
         had = {(r.get("kind"), r.get("name")) for r in _blocking_owners(current)}
         data = request.data
-        new = data if isinstance(data, dict) else \
-            {"metadata": {"ownerReferences": [op.get("value") for op in data or []
-                                              if "ownerReferences" in str(op.get("path"))
-                                              and isinstance(op.get("value"), dict)]}}
+        new = (
+            data
+            if isinstance(data, dict)
+            else {
+                "metadata": {
+                    "ownerReferences": [
+                        op.get("value")
+                        for op in data or []
+                        if "ownerReferences" in str(op.get("path"))
+                        and isinstance(op.get("value"), dict)
+                    ]
+                }
+            }
+        )
         for ref in _blocking_owners(new):
             if (ref.get("kind"), ref.get("name")) in had:
                 continue
             owner_group = ref["apiVersion"].rpartition("/")[0]
-            plurals = [res.plural for res, info in self.resources.items()
-                       if info.kind == ref["kind"] and (res.group or "") == owner_group]
+            plurals = [
+                res.plural
+                for res, info in self.resources.items()
+                if info.kind == ref["kind"] and (res.group or "") == owner_group
+            ]
             for plural in plurals:
-                if not rbac.allows("update", owner_group, f"{plural}/finalizers",
-                                   request.namespace, ref["name"]):
+                if not rbac.allows(
+                    "update", owner_group, f"{plural}/finalizers", request.namespace, ref["name"]
+                ):
                     what = f"{resource.partition('/')[0]}.{group}".rstrip(".")
-                    raise kmock_k8s.KubernetesError(status=403, reason="Forbidden", message=(
-                        f'{what} "{name}" is forbidden: cannot set blockOwnerDeletion if an '
-                        "ownerReference refers to a resource you can't set finalizers on: , "
-                        "<nil>"))
+                    raise kmock_k8s.KubernetesError(
+                        status=403,
+                        reason="Forbidden",
+                        message=(
+                            f'{what} "{name}" is forbidden: cannot set blockOwnerDeletion if an '
+                            "ownerReference refers to a resource you can't set finalizers on: , "
+                            "<nil>"
+                        ),
+                    )
 
     def _stamp(self, request: kmock.Request) -> str | None:
         """Metadata a real API server sets on a write; the new resourceVersion, if any."""
@@ -270,8 +325,11 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
             return version
         elif request.action == kmock.action.UPDATE and request.name is not None:
             key = (request.resource, request.namespace, request.name)
-            current = self.objects[key].raw if key in self.objects and \
-                not self.objects[key].deleted else None
+            current = (
+                self.objects[key].raw
+                if key in self.objects and not self.objects[key].deleted
+                else None
+            )
             if current is None:
                 return None
             if isinstance(data, list):
@@ -282,14 +340,25 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
                 spec_changed = any(str(op.get("path", "")).startswith("/spec") for op in data)
                 data.append({"op": "add", "path": "/metadata/resourceVersion", "value": version})
                 if spec_changed and request.subresource is None:
-                    data.append({"op": "add", "path": "/metadata/generation",
-                                 "value": int(current["metadata"].get("generation", 1)) + 1})
+                    data.append(
+                        {
+                            "op": "add",
+                            "path": "/metadata/generation",
+                            "value": int(current["metadata"].get("generation", 1)) + 1,
+                        }
+                    )
             elif isinstance(data, dict):
-                meta = data.setdefault("metadata", {}) if data.get("metadata") is not None \
+                meta = (
+                    data.setdefault("metadata", {})
+                    if data.get("metadata") is not None
                     else data.setdefault("metadata", {})
+                )
                 meta["resourceVersion"] = version
-                if "spec" in data and request.subresource is None and \
-                        data["spec"] != current.get("spec"):
+                if (
+                    "spec" in data
+                    and request.subresource is None
+                    and data["spec"] != current.get("spec")
+                ):
                     meta["generation"] = int(current["metadata"].get("generation", 1)) + 1
             return version
         return None
@@ -319,23 +388,32 @@ def _version(value: Any) -> int | None:
         return None
 
 
-def _watched(request: kmock.Request, resource: Any, namespace: str | None, name: str | None) -> bool:
+def _watched(
+    request: kmock.Request, resource: Any, namespace: str | None, name: str | None
+) -> bool:
     """Whether a watch request covers this object (a watch without a namespace sees all)."""
-    return resource == request.resource and \
-        (request.namespace is None or namespace == request.namespace) and \
-        (request.name is None or name == request.name)
+    return (
+        resource == request.resource
+        and (request.namespace is None or namespace == request.namespace)
+        and (request.name is None or name == request.name)
+    )
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat().replace(
-        "+00:00", "Z")
+    return (
+        datetime.datetime.now(datetime.UTC)
+        .replace(microsecond=0)
+        .isoformat()
+        .replace("+00:00", "Z")
+    )
 
 
 class EmulatorThread:
     """Runs the emulator on 127.0.0.1 in its own thread and event loop; a sync test client."""
 
-    def __init__(self, workdir: Path, kubeconfig: Path | None = None,
-                 rbac: Rbac | None = None) -> None:
+    def __init__(
+        self, workdir: Path, kubeconfig: Path | None = None, rbac: Rbac | None = None
+    ) -> None:
         self.workdir = workdir
         self.rbac = rbac
         self.kubeconfig = kubeconfig or workdir / "kubeconfig"
@@ -353,8 +431,10 @@ class EmulatorThread:
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        async with DraftgenEmulator(rbac=self.rbac) as emulator, \
-                kmock.Server(emulator, host="127.0.0.1") as srv:
+        async with (
+            DraftgenEmulator(rbac=self.rbac) as emulator,
+            kmock.Server(emulator, host="127.0.0.1") as srv,
+        ):
             self.emulator = emulator
             self.url = str(srv.url).rstrip("/")
             self._ready.set()
@@ -364,13 +444,27 @@ class EmulatorThread:
         self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("the Kubernetes emulator did not start")
-        self.kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
-            "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
-            "users": [{"name": "tester", "user": {"token": "test-token"}}],
-            "contexts": [{"name": "emulator", "context": {
-                "cluster": "emulator", "user": "tester", "namespace": "default"}}],
-        }))
+        self.kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "emulator",
+                    "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
+                    "users": [{"name": "tester", "user": {"token": "test-token"}}],
+                    "contexts": [
+                        {
+                            "name": "emulator",
+                            "context": {
+                                "cluster": "emulator",
+                                "user": "tester",
+                                "namespace": "default",
+                            },
+                        }
+                    ],
+                }
+            )
+        )
         self.http = httpx.Client(base_url=self.url, timeout=10)
         return self
 
@@ -385,6 +479,7 @@ class EmulatorThread:
     def call(self, fn, *args):
         async def run():
             return fn(*args)
+
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(10)
 
@@ -392,6 +487,7 @@ class EmulatorThread:
         """Every Kubernetes request so far: arrival time (epoch seconds), method, action, group,
         plural, subresource, namespace, name (or the created object's name), user agent, and
         the body as sent (`data`)."""
+
         def collect():
             out = []
             for arrived, r in list(self.emulator.served):  # type: ignore[union-attr]
@@ -400,27 +496,41 @@ class EmulatorThread:
                 name = r.name
                 if name is None and isinstance(r.data, dict):
                     name = (r.data.get("metadata") or {}).get("name")
-                out.append({
-                    "time": arrived, "method": str(r.method.value),
-                    "action": str(r.action.value).lower() if r.action is not None else None,
-                    "group": r.resource.group or "", "plural": r.resource.plural,
-                    "subresource": r.subresource, "namespace": r.namespace, "name": name,
-                    "agent": r.headers.get("User-Agent", ""), "data": r.data})
+                out.append(
+                    {
+                        "time": arrived,
+                        "method": str(r.method.value),
+                        "action": str(r.action.value).lower() if r.action is not None else None,
+                        "group": r.resource.group or "",
+                        "plural": r.resource.plural,
+                        "subresource": r.subresource,
+                        "namespace": r.namespace,
+                        "name": name,
+                        "agent": r.headers.get("User-Agent", ""),
+                        "data": r.data,
+                    }
+                )
             return out
+
         return self.call(collect)
 
     def stored(self, plural: str, namespace: str, pick=lambda obj: obj["metadata"]["name"]) -> list:
         """`pick(object)` of each live object of `plural` in `namespace`, read in the emulator's
         own loop without HTTP: cheap enough to poll often without loading the emulator."""
+
         def collect():
-            return [pick(obj.raw) for (resource, ns, _), obj in
-                    list(self.emulator.objects.items())  # type: ignore[union-attr]
-                    if resource.plural == plural and ns == namespace and not obj.deleted]
+            return [
+                pick(obj.raw)
+                for (resource, ns, _), obj in list(self.emulator.objects.items())  # type: ignore[union-attr]
+                if resource.plural == plural and ns == namespace and not obj.deleted
+            ]
+
         return self.call(collect)
 
     def creates(self, plural: str) -> list[str]:
         """Names of the objects of `plural` that came into existence, once per creation (a
         POST answered 409 because the object exists creates nothing and is not listed)."""
+
         def collect():
             out = []
             for (resource, _, name), obj in list(self.emulator.objects.items()):  # type: ignore[union-attr]
@@ -432,6 +542,7 @@ class EmulatorThread:
                         out.append(name)
                     alive = version is not None
             return sorted(out)
+
         return self.call(collect)
 
     # -- the API over HTTP, as a user or a controller would use it ---------------------------
@@ -452,11 +563,15 @@ class EmulatorThread:
         rsp.raise_for_status()
         return rsp.json()
 
-    def patch(self, api: str, plural: str, ns: str, name: str, patch: dict,
-              subresource: str | None = None) -> dict:
+    def patch(
+        self, api: str, plural: str, ns: str, name: str, patch: dict, subresource: str | None = None
+    ) -> dict:
         url = f"{api}/namespaces/{ns}/{plural}/{name}" + (f"/{subresource}" if subresource else "")
-        rsp = self.http.patch(url, json=patch,  # type: ignore[union-attr]
-                              headers={"Content-Type": "application/merge-patch+json"})
+        rsp = self.http.patch(
+            url,
+            json=patch,  # type: ignore[union-attr]
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
         rsp.raise_for_status()
         return rsp.json()
 

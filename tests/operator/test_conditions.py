@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from .harness import APPS, Cluster, example_job
 
 from draftgen.controller.kube import Kube
 from draftgen.controller.reconcile import JobRef, Reconciler
 from draftgen.controller.settings import OperatorSettings
+
+from .harness import APPS, Cluster, example_job
 
 
 @pytest.fixture
@@ -24,8 +25,14 @@ def step(cluster: Cluster) -> Iterator:
         fresh = kube.get("GenerationJob", cluster.ns, name)
         assert fresh is not None
         outcome = reconciler.reconcile(JobRef(body=fresh))
-        cluster.emu.patch("/apis/draftgen.io/v1alpha1", "generationjobs", cluster.ns, name,
-                          {"status": outcome.status}, subresource="status")
+        cluster.emu.patch(
+            "/apis/draftgen.io/v1alpha1",
+            "generationjobs",
+            cluster.ns,
+            name,
+            {"status": outcome.status},
+            subresource="status",
+        )
         return {c["type"]: (c["status"], c["reason"]) for c in outcome.status["conditions"]}
 
     yield run
@@ -52,8 +59,14 @@ def test_suspend_and_resume(cluster: Cluster, step) -> None:
     assert suspended["Generating"] == ("False", "Suspended")
     assert suspended["Suspended"] == ("True", "SuspendedBySpec")
 
-    cluster.emu.patch(APPS, "deployments", cluster.ns, "kimi-server-0",
-                      {"status": {"replicas": 0, "readyReplicas": 0}}, subresource="status")
+    cluster.emu.patch(
+        APPS,
+        "deployments",
+        cluster.ns,
+        "kimi-server-0",
+        {"status": {"replicas": 0, "readyReplicas": 0}},
+        subresource="status",
+    )
     cluster.edit_spec("kimi", {"suspend": False})
     resumed = step()
     assert cluster.status("kimi")["phase"] == "StartingServer"
@@ -89,11 +102,22 @@ def test_generator_failure_scales_the_server_down(cluster: Cluster, step) -> Non
 def test_a_server_crash_keeps_its_reason_when_scaled_down(cluster: Cluster, step) -> None:
     cluster.apply(example_job(cluster.ns))
     step()
-    cluster.put_pod("kimi-server-0-abc12", {"draftgen.io/job": "kimi",
-                                            "draftgen.io/component": "server"},
-                    {"phase": "Running", "containerStatuses": [{
-                        "name": "sglang", "ready": False, "restartCount": 3, "state": {},
-                        "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]})
+    cluster.put_pod(
+        "kimi-server-0-abc12",
+        {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
+        {
+            "phase": "Running",
+            "containerStatuses": [
+                {
+                    "name": "sglang",
+                    "ready": False,
+                    "restartCount": 3,
+                    "state": {},
+                    "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}},
+                }
+            ],
+        },
+    )
     failed = step()
     assert cluster.status("kimi")["phase"] == "Failed"
     assert failed["ServerReady"] == ("False", "ServerOutOfHostMemory")

@@ -5,16 +5,20 @@ before the reconcile posted its own; asserted on what the emulator received."""
 
 from __future__ import annotations
 
-from .harness import Cluster, example_job, wait_for
-
 from draftgen.controller.events import EventLimiter, JobEvent, job_events
+
+from .harness import Cluster, example_job, wait_for
 
 
 def _posted(cluster: Cluster, name: str) -> list[tuple[str, str]]:
-    return [(r["data"]["type"], r["data"]["reason"]) for r in cluster.emu.requests()
-            if r["plural"] == "events" and r["method"] == "POST"
-            and r["data"]["involvedObject"]["kind"] == "GenerationJob"
-            and r["data"]["involvedObject"]["name"] == name]
+    return [
+        (r["data"]["type"], r["data"]["reason"])
+        for r in cluster.emu.requests()
+        if r["plural"] == "events"
+        and r["method"] == "POST"
+        and r["data"]["involvedObject"]["kind"] == "GenerationJob"
+        and r["data"]["involvedObject"]["name"] == name
+    ]
 
 
 def test_phase_changes_and_failures_are_posted_as_events(cluster: Cluster, operator) -> None:
@@ -24,13 +28,23 @@ def test_phase_changes_and_failures_are_posted_as_events(cluster: Cluster, opera
     wait_for(lambda: cluster.batch_job("kimi-generator"), "the generator Job")
     cluster.finish_generator("kimi", succeeded=False)
     cluster.wait_phase("kimi", "Failed")
-    want = [("Normal", "StartingServer"), ("Normal", "Generating"), ("Warning", "Failed"),
-            ("Warning", "GeneratorFailed")]
-    got = wait_for(lambda: (p := _posted(cluster, "kimi")) and
-                   all(w in p for w in want) and p, "the Events of every phase change")
-    event = next(r["data"] for r in cluster.emu.requests()
-                 if r["plural"] == "events" and r["method"] == "POST"
-                 and r["data"]["reason"] == "GeneratorFailed")
+    want = [
+        ("Normal", "StartingServer"),
+        ("Normal", "Generating"),
+        ("Warning", "Failed"),
+        ("Warning", "GeneratorFailed"),
+    ]
+    got = wait_for(
+        lambda: (p := _posted(cluster, "kimi")) and all(w in p for w in want) and p,
+        "the Events of every phase change",
+    )
+    event = next(
+        r["data"]
+        for r in cluster.emu.requests()
+        if r["plural"] == "events"
+        and r["method"] == "POST"
+        and r["data"]["reason"] == "GeneratorFailed"
+    )
     ref = event["involvedObject"]
     assert ref["apiVersion"] == "draftgen.io/v1alpha1" and ref["namespace"] == cluster.ns
     assert ref["uid"] == cluster.job("kimi")["metadata"]["uid"]
@@ -42,18 +56,23 @@ def test_a_rejected_spec_is_an_event(cluster: Cluster, operator) -> None:
     bad = example_job(cluster.ns, name="bad")
     bad["spec"]["server"]["hierarchicalCache"]["sizeGBPerRank"] = 300
     cluster.apply(bad)
-    wait_for(lambda: ("Warning", "InvalidSpec") in _posted(cluster, "bad"),
-             "an InvalidSpec Event")
+    wait_for(lambda: ("Warning", "InvalidSpec") in _posted(cluster, "bad"), "an InvalidSpec Event")
 
 
 def test_job_events_name_the_phase_change_and_each_new_failure_reason() -> None:
     old = {"phase": "Generating", "conditions": []}
-    new = {"phase": "Failed", "message": "generator failed", "conditions": [
-        {"type": "Generating", "status": "False", "reason": "GeneratorFailed", "message": "m"},
-        {"type": "Failed", "status": "True", "reason": "GeneratorFailed", "message": "m"}]}
+    new = {
+        "phase": "Failed",
+        "message": "generator failed",
+        "conditions": [
+            {"type": "Generating", "status": "False", "reason": "GeneratorFailed", "message": "m"},
+            {"type": "Failed", "status": "True", "reason": "GeneratorFailed", "message": "m"},
+        ],
+    }
     assert job_events(old, new) == [
         JobEvent("Warning", "Failed", "phase Generating → Failed: generator failed", once=False),
-        JobEvent("Warning", "GeneratorFailed", "m")]
+        JobEvent("Warning", "GeneratorFailed", "m"),
+    ]
     assert job_events(new, new) == []
 
 
@@ -62,9 +81,9 @@ def test_the_limiter_drops_repeats_and_bursts() -> None:
     limiter = EventLimiter(burst=3, refill_seconds=10, repeat_seconds=60, clock=lambda: now[0])
     crash = JobEvent("Warning", "ReconcileError", "403")
     assert limiter.admit("a", [crash]) == [crash]
-    assert limiter.admit("a", [crash]) == []            # the same failure on the next poll
+    assert limiter.admit("a", [crash]) == []  # the same failure on the next poll
     phases = [JobEvent("Normal", p, p, once=False) for p in ("A", "B", "C")]
-    assert limiter.admit("a", phases) == phases[:2]     # burst of 3, one spent on `crash`
-    assert limiter.admit("b", [crash]) == [crash]       # per job
+    assert limiter.admit("a", phases) == phases[:2]  # burst of 3, one spent on `crash`
+    assert limiter.admit("b", [crash]) == [crash]  # per job
     now[0] = 61.0
-    assert limiter.admit("a", [crash]) == [crash]       # refilled, and no longer a repeat
+    assert limiter.admit("a", [crash]) == [crash]  # refilled, and no longer a repeat
