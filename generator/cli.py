@@ -9,38 +9,10 @@ import signal
 import sys
 from pathlib import Path
 
-EXIT_CODES = {
-    0: "every dataset met its budget or ran out of rows",
-    1: "unexpected error (a bug: please report it with the log)",
-    2: "the job file or the arguments are invalid",
-    3: "integrity check refused to start: the data would be wrong (tokenizer, template, server)",
-    4: "no server became healthy",
-    5: "the output volume is full; free space and run the same command again to resume",
-    130: "interrupted (SIGINT); run the same command again to resume",
-    143: "terminated (SIGTERM); run the same command again to resume",
-}
+# The parser is defined next to the argv the operator renders, so the two cannot disagree.
+from draftgen.contract.generator_cli import ExitCode, add_arguments
 
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = "exit codes:\n" + "\n".join(f"  {k:>3}  {v}" for k, v in EXIT_CODES.items())
-    parser.add_argument("--job", required=True, type=Path, help="GenerationJob YAML file")
-    parser.add_argument("--server", action="append", required=True, dest="servers",
-                        metavar="URL", help="SGLang server base URL; repeat for replicas")
-    parser.add_argument("--output", type=Path, default=None,
-                        help="output directory (default: spec.output.path)")
-    parser.add_argument("--inputs", type=Path, default=None,
-                        help="directory relative dataset sources resolve from "
-                             "(default: the job file's directory)")
-    parser.add_argument("--metrics-port", type=int, default=None,
-                        help="serve Prometheus metrics on this port (default: none)")
-    parser.add_argument("--metrics-linger", type=float, default=0.0, metavar="SECONDS",
-                        help="after a finished job, keep serving metrics this long so Prometheus "
-                             "scrapes the final counts (a signal ends the wait; default 0)")
-    parser.add_argument("--progress", choices=("auto", "live", "log"), default="auto",
-                        help="live table on a terminal, log lines otherwise (auto)")
-    parser.add_argument("--health-timeout", type=float, default=1800.0,
-                        help="seconds to wait for a server's /health_generate (default 1800)")
+__all__ = ["add_arguments", "run"]
 
 
 def _setup_logging(live: bool) -> None:
@@ -71,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         job = load_job(args.job)
     except SpecError as err:
         print(err, file=sys.stderr)
-        return 2
+        return ExitCode.INVALID
     for warning in job.spec.warnings():
         log.warning("%s", warning)
     base_dir = (args.inputs or args.job.parent).resolve()
@@ -91,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"spec.datasets[{dataset.name}].source: {outside[0]} is outside the inputs "
                       f"volume {base_dir}; name a file on that volume (no absolute paths or "
                       "symlinks leading elsewhere)", file=sys.stderr)
-                return 2
+                return ExitCode.INVALID
     output = args.output if args.output is not None else Path(job.spec.output.path)
     settings = Settings(servers=args.servers, output=output, metrics_port=args.metrics_port,
                         live_progress=live, health_timeout=args.health_timeout)
@@ -110,16 +82,16 @@ def run(args: argparse.Namespace) -> int:
             return asyncio.run(_main(runner, args.metrics_linger if args.metrics_port else 0.0))
     except DiskFull as err:
         log.error("disk full: %s", err)
-        return 5
+        return ExitCode.DISK_FULL
     except RunError as err:
         log.error("%s", err)
         return err.exit_code
     except InputIntegrityError as err:
         log.error("refusing to start: %s", err)
-        return 3
+        return ExitCode.INTEGRITY
     except (SourceError, TokenizerError) as err:
         log.error("%s", err)
-        return 2
+        return ExitCode.INVALID
 
 
 async def _main(runner, linger: float = 0.0) -> int:
@@ -154,4 +126,4 @@ async def _main(runner, linger: float = 0.0) -> int:
         deadline = loop.time() + linger
         while finished.is_set() and loop.time() < deadline:
             await asyncio.sleep(min(0.2, deadline - loop.time()))
-    return 0
+    return ExitCode.OK

@@ -38,7 +38,9 @@ STRICT_TOOL_SAMPLES = 16
 
 
 class IntegrityError(RuntimeError):
-    """The tokenizer, template or spec would produce wrong data; the message says how to fix it."""
+    """The tokenizer, template or spec, or a server serving another tokenizer
+    (`fleet.check_server_tokenizer`), would produce wrong data; the message says how to fix it.
+    `draftgen generate` refuses to start with exit code 3."""
 
 
 def _show(text: str, tail: int = 80) -> str:

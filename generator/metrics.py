@@ -1,10 +1,14 @@
-"""The generator's Prometheus metrics, exactly the names of docs/metrics.md. Counters start from
-the totals already on disk, so a dashboard never reads zero after a restart."""
+"""The generator's Prometheus metrics, built from draftgen/contract/metrics.py (the names the
+operator reads too). Counters start from the totals already on disk, so a dashboard never reads
+zero after a restart."""
 
 from __future__ import annotations
 
 from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram,
                                disable_created_metrics, start_http_server)
+
+from draftgen.contract import metrics as names
+from draftgen.contract.metrics import Metric
 
 from .budget import Ledger
 
@@ -16,43 +20,35 @@ ERROR_KINDS = ("connect", "timeout", "http_5xx", "bad_response", "abort")
 LATENCY_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, float("inf"))
 
 
+def _counter(m: Metric, registry: CollectorRegistry) -> Counter:
+    return Counter(m.name, m.help, list(m.labels), registry=registry)
+
+
+def _gauge(m: Metric, registry: CollectorRegistry) -> Gauge:
+    return Gauge(m.name, m.help, list(m.labels), registry=registry)
+
+
 class GeneratorMetrics:
     """One registry per run (tests run several in one process)."""
 
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
-        self.samples = Counter("draftgen_samples_total", "samples written",
-                               ["dataset", "finish_reason"], registry=r)
-        self.completion_tokens = Counter("draftgen_completion_tokens_total",
-                                         "completion tokens of written samples",
-                                         ["dataset", "finish_reason"], registry=r)
-        self.prompt_tokens = Counter("draftgen_prompt_tokens_total",
-                                     "prompt tokens of written samples", ["dataset"], registry=r)
-        self.rejects = Counter("draftgen_rejects_total", "rows or requests rejected",
-                               ["dataset", "reason"], registry=r)
-        self.errors = Counter("draftgen_errors_total", "request errors by kind, retried or not",
-                              ["kind"], registry=r)
-        self.budget = Gauge("draftgen_budget_completion_tokens", "the completion-token budget",
-                            ["dataset"], registry=r)
-        self.budget_remaining = Gauge("draftgen_budget_remaining_completion_tokens",
-                                      "budget minus tokens written (negative: overshoot)",
-                                      ["dataset"], registry=r)
-        self.dataset_done = Gauge("draftgen_dataset_done",
-                                  "1 once the dataset met a budget or ran out of rows",
-                                  ["dataset"], registry=r)
-        self.requests_in_flight = Gauge("draftgen_requests_in_flight",
-                                        "requests sent and not answered", ["server"], registry=r)
-        self.tokens_in_flight = Gauge("draftgen_tokens_in_flight",
-                                      "predicted prompt + completion tokens in flight",
-                                      ["server"], registry=r)
-        self.latency = Histogram("draftgen_request_latency_seconds",
-                                 "end-to-end latency of successful requests", ["dataset"],
+        self.samples = _counter(names.SAMPLES, r)
+        self.completion_tokens = _counter(names.COMPLETION_TOKENS, r)
+        self.prompt_tokens = _counter(names.PROMPT_TOKENS, r)
+        self.rejects = _counter(names.REJECTS, r)
+        self.errors = _counter(names.ERRORS, r)
+        self.budget = _gauge(names.BUDGET, r)
+        self.budget_remaining = _gauge(names.BUDGET_REMAINING, r)
+        self.dataset_done = _gauge(names.DATASET_DONE, r)
+        self.requests_in_flight = _gauge(names.REQUESTS_IN_FLIGHT, r)
+        self.tokens_in_flight = _gauge(names.TOKENS_IN_FLIGHT, r)
+        latency = names.REQUEST_LATENCY
+        self.latency = Histogram(latency.name, latency.help, list(latency.labels),
                                  buckets=LATENCY_BUCKETS, registry=r)
-        self.throughput = Gauge("draftgen_throughput_tokens_per_second",
-                                "completion tokens/s over the last minute", registry=r)
-        self.eta = Gauge("draftgen_eta_seconds",
-                         "seconds until every budget is met at the current rate", registry=r)
-        self.job_done = Gauge("draftgen_job_done", "1 when the whole job is done", registry=r)
+        self.throughput = _gauge(names.THROUGHPUT, r)
+        self.eta = _gauge(names.ETA, r)
+        self.job_done = _gauge(names.JOB_DONE, r)
         for kind in ERROR_KINDS:  # present at 0 from the start: rate() and absent() work
             self.errors.labels(kind)
 

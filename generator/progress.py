@@ -9,7 +9,7 @@ import time
 from collections import deque
 from typing import Sequence
 
-from draftgen.plan.eta import format_duration
+from draftgen.plan.eta import format_duration, remaining_completion_tokens
 
 from .budget import Ledger
 
@@ -37,19 +37,17 @@ class RateMeter:
         return sum(n for _, n in self._events) / span
 
 
-def remaining_tokens(ledger: Ledger, mean_completion: float | None) -> float | None:
-    """Completion tokens still to generate before the dataset's nearest limit (None: unknown)."""
+def remaining_tokens(ledger: Ledger) -> float | None:
+    """Completion tokens still to generate before the dataset's nearest limit (None: unknown),
+    by the planner's rule (draftgen/plan/eta.py) at the lengths measured so far."""
     if ledger.done:
         return 0.0
     b = ledger.budget
-    options = []
-    if b.completion_tokens is not None:
-        options.append(max(0, b.completion_tokens - ledger.completion_tokens))
-    if b.total_tokens is not None:
-        options.append(max(0, b.total_tokens - ledger.total_tokens))
-    if b.max_samples is not None and mean_completion:
-        options.append(max(0, b.max_samples - ledger.samples) * mean_completion)
-    return min(options) if options else None
+    n = ledger.samples
+    return remaining_completion_tokens(
+        b.completion_tokens, b.total_tokens, b.max_samples,
+        ledger.prompt_tokens / n if n else None, ledger.completion_tokens / n if n else None,
+        ledger.completion_tokens)
 
 
 def eta_seconds(ledgers: Sequence[Ledger], rate: float) -> float | None:
@@ -58,8 +56,7 @@ def eta_seconds(ledgers: Sequence[Ledger], rate: float) -> float | None:
         return None
     total = 0.0
     for ledger in ledgers:
-        mean = ledger.completion_tokens / ledger.samples if ledger.samples else None
-        left = remaining_tokens(ledger, mean)
+        left = remaining_tokens(ledger)
         if left is None:
             return None
         total += left
@@ -135,8 +132,7 @@ class Progress:
         for ledger in self.ledgers:
             frac = ledger.fraction_done()
             ds_rate = self._rates[ledger.dataset].rate()
-            mean = ledger.completion_tokens / ledger.samples if ledger.samples else None
-            left = remaining_tokens(ledger, mean)
+            left = remaining_tokens(ledger)
             ds_eta = 0.0 if ledger.done else (left / ds_rate if left is not None and ds_rate > 0 else None)
             table.add_row(
                 ledger.dataset,

@@ -7,20 +7,17 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from draftgen.spec import Budget
 
+from draftgen.contract import layout
+
 from .budget import Ledger
-from .writer import REJECTS_FILE
 
 log = logging.getLogger(__name__)
-
-_SHARD_RE = re.compile(r"^shard-(\d{5,})\.jsonl$")
-
 
 @dataclass
 class DatasetState:
@@ -42,17 +39,6 @@ class DatasetState:
     corrupt_lines: int = 0
     """Unreadable lines in the middle of a shard (skipped, never counted)."""
     duplicates: int = 0
-
-
-def shard_paths(directory: Path) -> list[tuple[int, Path]]:
-    if not directory.is_dir():
-        return []
-    out = []
-    for path in directory.iterdir():
-        m = _SHARD_RE.match(path.name)
-        if m:
-            out.append((int(m.group(1)), path))
-    return sorted(out)
 
 
 def read_lines_dropping_torn(path: Path) -> Iterator[tuple[int, dict | None]]:
@@ -94,7 +80,7 @@ def scan_dataset(directory: Path, name: str, budget: Budget, *,
                  shard_max_records: int) -> DatasetState:
     """Rebuild one dataset's state from `directory` (which may not exist yet)."""
     state = DatasetState(ledger=Ledger(dataset=name, budget=budget))
-    shards = shard_paths(directory)
+    shards = layout.shard_files(directory)
     for index, path in shards:
         size_before = path.stat().st_size
         count = 0
@@ -120,7 +106,7 @@ def scan_dataset(directory: Path, name: str, budget: Budget, *,
             state.ledger.add(prompt, completion, rec.get("finish_reason", "stop"))
         state.torn_bytes += size_before - path.stat().st_size
         state.next_shard, state.records_in_shard = index, count
-    rejects = directory / REJECTS_FILE
+    rejects = layout.rejects_file(directory)
     if rejects.exists():
         size_before = rejects.stat().st_size
         for _, rej in read_lines_dropping_torn(rejects):

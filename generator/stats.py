@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .writer import REJECTS_FILE
+from draftgen.contract.layout import REJECTS_FILE, SHARD_PREFIX, rejects_file
 
 
 @dataclass
@@ -121,14 +121,14 @@ def _dataset_files(root: Path) -> dict[str, list[Path]]:
     groups: dict[str, list[Path]] = {}
     own = sorted(p for p in root.glob("*.jsonl") if p.name != REJECTS_FILE)
     if own:
-        if (root / REJECTS_FILE).exists() or any(p.name.startswith("shard-") for p in own):
+        if rejects_file(root).exists() or any(p.name.startswith(SHARD_PREFIX) for p in own):
             groups[root.name] = own
         else:
             for p in own:
                 groups[p.stem] = [p]
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
         files = sorted(p for p in sub.glob("*.jsonl") if p.name != REJECTS_FILE)
-        if files or (sub / REJECTS_FILE).exists():
+        if files or rejects_file(sub).exists():
             groups[sub.name] = files
     return groups
 
@@ -177,7 +177,7 @@ def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
             elif unknown:
                 warnings.append(f"{path}: {unknown} of {records} records have an unknown shape "
                                 "and were not counted")
-        rejects = (files[0].parent if files else root / name) / REJECTS_FILE
+        rejects = rejects_file(files[0].parent if files else root / name)
         if rejects.exists():
             st.rejects = _count_rejects(rejects, done_ids)
         out.append(st)

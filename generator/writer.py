@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-SHARD_PATTERN = "shard-{:05d}.jsonl"
-REJECTS_FILE = "rejects.jsonl"
-MANIFEST_FILE = "manifest.json"
+from draftgen.contract import layout
+
+__all__ = ["AppendFile", "DatasetWriter", "DiskFull", "atomic_write_json",
+           "encode_line"]
 
 _DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 
@@ -120,7 +121,7 @@ class DatasetWriter:
             self._shard_index += 1
             self._records_in_shard = 0
         if self._shard is None:
-            path = self.directory / SHARD_PATTERN.format(self._shard_index)
+            path = layout.shard_file(self.directory, self._shard_index)
             self._shard = AppendFile(path, fsync_every=self.fsync_every)
         return self._shard
 
@@ -131,11 +132,11 @@ class DatasetWriter:
 
     def write_reject(self, reject: dict[str, Any]) -> None:
         if self._rejects is None:
-            self._rejects = AppendFile(self.directory / REJECTS_FILE, fsync_every=self.fsync_every)
+            self._rejects = AppendFile(layout.rejects_file(self.directory), fsync_every=self.fsync_every)
         self._rejects.append(encode_line(reject))
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
-        atomic_write_json(self.directory / MANIFEST_FILE, manifest)
+        atomic_write_json(layout.dataset_manifest(self.directory), manifest)
 
     def sync(self) -> None:
         for f in (self._shard, self._rejects):

@@ -11,7 +11,6 @@ import logging
 import os
 import ssl
 import time
-from collections.abc import Iterable
 from typing import Any
 
 import httpx
@@ -193,14 +192,3 @@ def _matches(obj: dict[str, Any], labels: dict[str, str]) -> bool:
     have = (obj.get("metadata") or {}).get("labels") or {}
     return all(have.get(k) == v for k, v in labels.items())
 
-
-def owner_reference(body: dict[str, Any]) -> dict[str, Any]:
-    """What `kopf.adopt` writes, for objects created outside kopf's helpers."""
-    meta = body["metadata"]
-    return {"apiVersion": body.get("apiVersion", "draftgen.io/v1alpha1"),
-            "kind": body.get("kind", "GenerationJob"), "name": meta["name"], "uid": meta["uid"],
-            "controller": True, "blockOwnerDeletion": True}
-
-
-def names_of(objs: Iterable[dict[str, Any]]) -> list[str]:
-    return sorted(o["metadata"]["name"] for o in objs)

@@ -13,6 +13,8 @@ from collections import defaultdict
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from draftgen.contract import metrics
+from draftgen.contract.server_info import parse_server_info
 from draftgen.spec import DatasetProgress
 
 # One client for every fetch, shared by kopf's worker threads: `httpx.get` builds a client per
@@ -59,24 +61,24 @@ def parse_metrics(text: str) -> GeneratorProgress:
     job_done = False
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            ds = s.labels.get("dataset")
-            if s.name == "draftgen_samples_total" and ds:
+            ds = s.labels.get(metrics.DATASET)
+            if s.name == metrics.SAMPLES.name and ds:
                 samples[ds]["samples"] += s.value
-            elif s.name == "draftgen_completion_tokens_total" and ds:
+            elif s.name == metrics.COMPLETION_TOKENS.name and ds:
                 samples[ds]["completion"] += s.value
-            elif s.name == "draftgen_prompt_tokens_total" and ds:
+            elif s.name == metrics.PROMPT_TOKENS.name and ds:
                 samples[ds]["prompt"] += s.value
-            elif s.name == "draftgen_rejects_total" and ds:
+            elif s.name == metrics.REJECTS.name and ds:
                 samples[ds]["rejects"] += s.value
-            elif s.name == "draftgen_budget_completion_tokens" and ds:
+            elif s.name == metrics.BUDGET.name and ds:
                 budget[ds] = s.value
-            elif s.name == "draftgen_dataset_done" and ds:
+            elif s.name == metrics.DATASET_DONE.name and ds:
                 done[ds] = s.value >= 1
-            elif s.name == "draftgen_throughput_tokens_per_second":
+            elif s.name == metrics.THROUGHPUT.name:
                 throughput = s.value
-            elif s.name == "draftgen_eta_seconds":
+            elif s.name == metrics.ETA.name:
                 eta = s.value if math.isfinite(s.value) else None
-            elif s.name == "draftgen_job_done":
+            elif s.name == metrics.JOB_DONE.name:
                 job_done = s.value >= 1
             else:
                 continue
@@ -114,17 +116,9 @@ def server_kv_capacity(host: str, port: int, timeout: float) -> int | None:
     try:
         rsp = _HTTP.get(f"http://{_host(host)}:{port}/get_server_info", timeout=timeout)
         rsp.raise_for_status()
-        info = rsp.json()
-    except (httpx.HTTPError, ValueError):
+        return parse_server_info(rsp.json()).kv_tokens
+    except (httpx.HTTPError, ValueError):  # ServerInfoError is a ValueError
         return None
-    value = info.get("max_total_num_tokens") if isinstance(info, dict) else None
-    if value is None and isinstance(info, dict):
-        # Some versions report it only per data-parallel rank.
-        for state in info.get("internal_states") or []:
-            if isinstance(state, dict) and state.get("max_total_num_tokens"):
-                value = state["max_total_num_tokens"]
-                break
-    return int(value) if isinstance(value, (int, float)) else None
 
 
 def _host(host: str) -> str:

@@ -73,7 +73,9 @@ class OperatorSettings:
     ~600 GB of weights take 10–30 minutes; at least 30 minutes is required)."""
 
     run_as_user: int = 1000
-    """UID of the generator container (non-root)."""
+    """UID and GID of the server and generator pods (the chart sets 10001, the draftgen
+    image's user). 0 leaves the server's user to its image (an SGLang image that must run as
+    root); the generator never runs as root and then takes 1000."""
 
     webhook: bool = False
     """Serve the validating admission webhook (see docs/operator.md)."""

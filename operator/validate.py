@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from draftgen.contract.model_location import is_hub
 from draftgen.spec import GenerationJobSpec, SpecError, parse_spec
 
 from .settings import OperatorSettings, effective_spec
@@ -32,7 +33,7 @@ def cluster_problems(spec: GenerationJobSpec) -> list[str]:
         problems.append(
             "spec.inputs.claimName: required in a cluster; dataset sources are read from this "
             "PersistentVolumeClaim (mounted read-only at spec.inputs.mountPath)")
-    if spec.model.volume is None and not spec.model.weights.startswith("hf://"):
+    if spec.model.volume is None and not is_hub(spec.model.weights):
         problems.append(
             f"spec.model.volume: required for the local weights path {spec.model.weights!r}; "
             "give the claim holding the weights, or use hf://ORG/NAME weights")

@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from draftgen.contract.model_location import loader_name
+
 from .records import Manifests
 from .select import HISTOGRAM_EDGES, ExportOptions, ExportSummary
 from .split import TRAIN, VALIDATION
@@ -25,7 +27,7 @@ def yaml_header(data_files: dict[str, str], model: str | None) -> str:
         "tags": ["draftgen", "speculative-decoding", "eagle3", "synthetic"],
     }
     if model:
-        header["base_model"] = model.removeprefix("hf://")
+        header["base_model"] = loader_name(model)
     return "---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n"
 
 

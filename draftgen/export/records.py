@@ -4,13 +4,13 @@ by shard, never the whole dataset in memory, and the manifests as written."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SHARD_PATTERN = re.compile(r"^shard-(\d+)\.jsonl$")
+from draftgen.contract import layout
+
 REQUIRED_FIELDS = ("id", "dataset", "input_ids", "output_ids", "finish_reason")
 
 
@@ -33,8 +33,8 @@ def dataset_dirs(root: Path) -> list[Path]:
         raise ExportError(f"{root}: no such directory; give the directory `draftgen generate` wrote")
     found = sorted(
         p for p in root.iterdir()
-        if p.is_dir() and (any(SHARD_PATTERN.match(f.name) for f in p.iterdir())
-                           or (p / "manifest.json").is_file())
+        if p.is_dir() and (any(layout.shard_index(f.name) is not None for f in p.iterdir())
+                           or layout.dataset_manifest(p).is_file())
     )
     if not found:
         raise ExportError(
@@ -46,9 +46,7 @@ def dataset_dirs(root: Path) -> list[Path]:
 
 def shard_paths(dataset_dir: Path) -> list[Path]:
     """`shard-NNNNN.jsonl` files of one dataset, in shard number order."""
-    shards = [(int(m.group(1)), p) for p in Path(dataset_dir).iterdir()
-              if (m := SHARD_PATTERN.match(p.name))]
-    return [p for _, p in sorted(shards)]
+    return [p for _, p in layout.shard_files(dataset_dir)]
 
 
 def iter_records(dataset_dir: Path, stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
@@ -122,6 +120,6 @@ class Manifests:
 
 def read_manifests(root: Path) -> Manifests:
     root = Path(root)
-    job = read_json(root / "manifest.json") or {}
-    datasets = {d.name: read_json(d / "manifest.json") for d in dataset_dirs(root)}
+    job = read_json(layout.job_manifest(root)) or {}
+    datasets = {d.name: read_json(layout.dataset_manifest(d)) for d in dataset_dirs(root)}
     return Manifests(job=job, datasets=datasets)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from draftgen.contract.model_location import HubModel, parse
+
 from .records import ExportError, Manifests
 
 
@@ -19,9 +21,10 @@ def tokenizer_location(root: Path, manifests: Manifests, override: str | None) -
             f"{root}/manifest.json names no model; pass --tokenizer PATH (the target model's "
             "tokenizer directory)"
         )
-    if model.startswith("hf://"):
-        return model.removeprefix("hf://")
-    path = Path(model.removeprefix("file://"))
+    location = parse(model)
+    if isinstance(location, HubModel):
+        return location.repo_id
+    path = Path(location.path)
     if path.is_absolute():
         return str(path)
     # Job files name models relative to themselves; the output directory usually sits next to

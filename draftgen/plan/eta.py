@@ -4,6 +4,10 @@ A dataset's work is its completion-token budget; a `maxSamples` budget is sample
 completion; a `totalTokens` budget is the completion share of it. With several limits the first
 reached counts. Datasets run interleaved, so the total is the sum over one shared throughput
 (80M tokens at 930 tok/s ≈ 24 h).
+
+This is the one rule for both ETAs in a GenerationJob's status: the planner's (`status.plan`,
+from expected lengths) and the generator's (`status.eta`, from the lengths measured so far, via
+`remaining_completion_tokens`).
 """
 
 from __future__ import annotations
@@ -48,21 +52,42 @@ class DatasetWork:
         return max(self.completion_tokens - self.done_tokens, 0.0)
 
 
-def dataset_work(name: str, completion_budget: int | None, total_budget: int | None,
-                 max_samples: int | None, lengths: DatasetLengths, done_tokens: int = 0
-                 ) -> DatasetWork:
-    """The completion tokens a dataset's budget asks for (the smallest of its limits)."""
-    prompt, completion = lengths.prompt_tokens, lengths.completion_tokens
+def _work_options(completion_budget: int | None, total_budget: int | None,
+                  max_samples: int | None, prompt: float | None, completion: float | None
+                  ) -> list[tuple[float, str]]:
+    """(completion tokens, why) for each limit the mean lengths can turn into tokens."""
     options: list[tuple[float, str]] = []
     if completion_budget is not None:
         options.append((float(completion_budget), f"completionTokens {completion_budget:,}"))
     if max_samples is not None and completion is not None:
         options.append((float(max_samples * completion),
                         f"maxSamples {max_samples:,} × {completion:,} completion tokens"))
-    if total_budget is not None and completion is not None and prompt is not None:
+    if total_budget is not None and completion is not None and prompt is not None and (
+            prompt + completion > 0):
         options.append((total_budget * completion / (prompt + completion),
                         f"totalTokens {total_budget:,} × {completion:,}/"
                         f"{prompt + completion:,} completion share"))
+    return options
+
+
+def remaining_completion_tokens(completion_budget: int | None, total_budget: int | None,
+                                max_samples: int | None, mean_prompt: float | None,
+                                mean_completion: float | None, done_completion_tokens: int
+                                ) -> float | None:
+    """Completion tokens still to generate before a dataset's nearest limit (None: unknown)."""
+    options = _work_options(completion_budget, total_budget, max_samples, mean_prompt,
+                            mean_completion)
+    if not options:
+        return None
+    return max(min(t for t, _ in options) - done_completion_tokens, 0.0)
+
+
+def dataset_work(name: str, completion_budget: int | None, total_budget: int | None,
+                 max_samples: int | None, lengths: DatasetLengths, done_tokens: int = 0
+                 ) -> DatasetWork:
+    """The completion tokens a dataset's budget asks for (the smallest of its limits)."""
+    prompt, completion = lengths.prompt_tokens, lengths.completion_tokens
+    options = _work_options(completion_budget, total_budget, max_samples, prompt, completion)
     if not options:
         needs = ("a budget" if completion_budget is None and total_budget is None
                  and max_samples is None else "mean prompt/completion lengths for its budget")

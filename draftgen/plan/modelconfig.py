@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from draftgen.contract.model_location import is_hub
+
 CONFIG_NAME = "config.json"
 INDEX_NAME = "model.safetensors.index.json"
 
@@ -172,6 +174,6 @@ def config_location(config_path: str | None, weights: str, base_dir: Path | None
     base = base_dir or Path.cwd()
     if config_path:
         return (base / config_path).resolve()
-    if weights.startswith("hf://"):
+    if is_hub(weights):
         return None
     return (base / weights).resolve()

@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from draftgen.contract.sglang_flags import SGLangFlag, value_in
 from draftgen.spec import GenerationJob, PlanStatus
 
 from . import concurrency, eta as eta_mod, headroom as headroom_mod, kvcache
@@ -95,19 +96,12 @@ class Plan:
     """Inputs that would complete the plan, each with the field or flag that gives it."""
 
 
-def _extra_arg(args: list[str], flag: str) -> int | None:
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith(flag + "="):
-            value = arg.split("=", 1)[1]
-        else:
-            continue
-        try:
-            return int(value)
-        except ValueError:
-            return None
-    return None
+def _extra_arg(args: list[str], flag: SGLangFlag) -> int | None:
+    value = value_in(args, flag)
+    try:
+        return None if value is None else int(value)
+    except ValueError:
+        return None
 
 
 def _model(job: GenerationJob, inputs: PlanInputs, plan: Plan) -> ModelConfig | None:
@@ -194,8 +188,8 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
     # 1. KV capacity
     plan.model = _model(job, inputs, plan)
     plan.memory = _memory(job, inputs, plan.model, plan)
-    max_total_tokens = _extra_arg(server.extra_args, "--max-total-tokens")
-    page_size = _extra_arg(server.extra_args, "--page-size") or 1
+    max_total_tokens = _extra_arg(server.extra_args, SGLangFlag.MAX_TOTAL_TOKENS)
+    page_size = _extra_arg(server.extra_args, SGLangFlag.PAGE_SIZE) or 1
     if plan.model and plan.memory:
         cell = plan.model.cell_bytes(plan.kv_cache_dtype, tp)
         plan.capacity = kvcache.kv_capacity(plan.memory, plan.mem_fraction_static, cell,

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from draftgen.contract.model_location import HubModel, parse
+
 from .base import SpecModel
 
 
@@ -65,9 +67,14 @@ class ModelSpec(SpecModel):
     @field_validator("weights", "tokenizer")
     @classmethod
     def _location(cls, value: str | None) -> str | None:
-        if value is not None and value.startswith("hf://") and value.count("/") < 3:
+        if value is None:
+            return value
+        location = parse(value)  # a ModelLocationError (a ValueError) names the accepted forms
+        if isinstance(location, HubModel) and location.revision:
+            # Neither SGLang's --model-path nor the tokenizer would get it: refuse, not ignore.
             raise ValueError(
-                f"{value!r} is not a hub id: write hf://ORG/NAME, e.g. hf://moonshotai/Kimi-K2.5"
+                f"{value!r}: a hub revision (@{location.revision}) is not passed on yet; use "
+                f"hf://{location.repo_id} or a volume holding that revision"
             )
         return value
 

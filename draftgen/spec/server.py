@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from draftgen.plan.hostmem import check_host_memory, host_budget_gb
+from draftgen.contract.sglang_flags import owner_of
+from draftgen.plan.hostmem import check_host_memory
 
 from .base import SpecModel
 
@@ -111,14 +111,6 @@ class ServerSpec(SpecModel):
             return 0
         return self.hierarchical_cache.size_gb_per_rank * self.tensor_parallel_size
 
-    @property
-    def hicache_budget_gb(self) -> int | None:
-        """Host memory the hierarchical cache may use on one node, all ranks together."""
-        if self.host_memory_gb is None:
-            return None
-        return host_budget_gb(self.host_memory_gb, self.model_load_host_memory_gb,
-                              self.host_memory_margin_gb)
-
     @model_validator(mode="after")
     def _cross_field_rules(self) -> ServerSpec:
         if self.kv_cache_is_lossy and not self.allow_lossy_kv_cache:
@@ -157,10 +149,10 @@ class ServerSpec(SpecModel):
                 "enable it or remove the size"
             )
         for arg in self.extra_args:
-            flag = arg.split("=", 1)[0]
-            if flag in _MANAGED_FLAGS:
+            owner = owner_of(arg)
+            if owner is not None:
                 raise ValueError(
-                    f"extraArgs: {flag} is set from its own field ({_MANAGED_FLAGS[flag]}); "
+                    f"extraArgs: {arg.split('=', 1)[0]} is set from its own field ({owner}); "
                     "use that field instead"
                 )
         return self
@@ -180,21 +172,3 @@ class ServerSpec(SpecModel):
                 "generated data will not match the bf16 model exactly"
             )
         return out
-
-
-_MANAGED_FLAGS = {
-    "--tp-size": "tensorParallelSize",
-    "--tp": "tensorParallelSize",
-    "--tensor-parallel-size": "tensorParallelSize",
-    "--mem-fraction-static": "memFractionStatic",
-    "--kv-cache-dtype": "kvCacheDtype",
-    "--hicache-size": "hierarchicalCache.sizeGBPerRank",
-    "--enable-hierarchical-cache": "hierarchicalCache.enabled",
-    "--max-running-requests": "maxRunningRequests",
-    "--chunked-prefill-size": "chunkedPrefillSize",
-    "--context-length": "contextLength",
-    "--model-path": "model.weights",
-    "--port": "port",
-}
-
-QUANTITY_RE = re.compile(_QUANTITY)

@@ -16,7 +16,7 @@ Command line (used by ``make demo``); runs until Ctrl-C::
     python -m draftgen.testing.sglang serve --model .cache/models/tiny-kimi --port 30000 \
         --max-total-tokens 4096
 
-Standard library only.
+Standard library only (the flag names come from draftgen.contract.sglang_flags, which is too).
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from collections import deque
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from draftgen.contract.sglang_flags import SGLangFlag as F
+
 __all__ = [
     "SGLangServer",
     "SGLangServerError",
@@ -51,16 +53,16 @@ DEFAULT_STOP_GRACE = 20.0
 # CPU flags (see shared/notes/sglang.md): plain-torch attention and sampling, no CUDA graphs,
 # metrics on, and an idle scheduler that sleeps instead of spinning a core.
 CPU_FLAGS = (
-    "--device",
+    F.DEVICE.value,
     "cpu",
-    "--attention-backend",
+    F.ATTENTION_BACKEND.value,
     "torch_native",
-    "--sampling-backend",
+    F.SAMPLING_BACKEND.value,
     "pytorch",
-    "--cuda-graph-backend-decode=disabled",
-    "--cuda-graph-backend-prefill=disabled",
-    "--enable-metrics",
-    "--sleep-on-idle",
+    f"{F.CUDA_GRAPH_BACKEND_DECODE.value}=disabled",
+    f"{F.CUDA_GRAPH_BACKEND_PREFILL.value}=disabled",
+    F.ENABLE_METRICS.value,
+    F.SLEEP_ON_IDLE.value,
 )
 
 
@@ -154,16 +156,16 @@ class SGLangServer:
             str(self.python),
             "-m",
             "sglang.launch_server",
-            "--model-path",
+            F.MODEL_PATH.value,
             str(self.model_path),
-            "--host",
+            F.HOST.value,
             self.host,
-            "--port",
+            F.PORT.value,
             str(self.port),
             *CPU_FLAGS,
         ]
         if self.max_total_tokens is not None:
-            cmd += ["--max-total-tokens", str(int(self.max_total_tokens))]
+            cmd += [F.MAX_TOTAL_TOKENS.value, str(int(self.max_total_tokens))]
         return cmd + list(self.extra_args)
 
     def environment(self) -> dict[str, str]:

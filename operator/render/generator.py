@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from draftgen.contract.generator_cli import FATAL_EXIT_CODES, GeneratorArgs
+from draftgen.contract.model_location import is_hub
 from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
 
 from .. import names
@@ -69,26 +71,20 @@ METRICS_LINGER_SECONDS = 60
 
 
 def generator_args(spec: GenerationJobSpec, endpoints: list[str]) -> list[str]:
-    args = ["generate", "--job", names.JOB_FILE]
-    for url in endpoints:
-        args += ["--server", url]
-    args += ["--output", output_dir(spec), "--inputs", spec.inputs.mount_path,
-             "--metrics-port", str(spec.generator.metrics_port),
-             # outlive two scrape intervals (15-30 s) so the final counts reach Prometheus
-             "--metrics-linger", str(METRICS_LINGER_SECONDS)]
-    return args
-
-
-# `draftgen generate` exit codes a retry cannot fix (generator/cli.py EXIT_CODES): an invalid job
-# (2), a refused integrity check (3), a full output volume (5).
-FATAL_EXIT_CODES = [2, 3, 5]
+    return GeneratorArgs(
+        job=names.JOB_FILE, servers=list(endpoints), output=output_dir(spec),
+        inputs=spec.inputs.mount_path, metrics_port=spec.generator.metrics_port,
+        # outlive two scrape intervals (15-30 s) so the final counts reach Prometheus
+        metrics_linger_seconds=METRICS_LINGER_SECONDS,
+    ).argv()
 
 
 def pod_failure_policy() -> dict[str, Any]:
     """Fail at once on fatal exit codes; evictions and preemptions do not use up retries."""
     return {"rules": [
         {"action": "FailJob", "onExitCodes": {"containerName": names.GENERATOR_CONTAINER,
-                                              "operator": "In", "values": FATAL_EXIT_CODES}},
+                                              "operator": "In",
+                                              "values": [int(c) for c in FATAL_EXIT_CODES]}},
         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
     ]}
 
@@ -125,7 +121,7 @@ def job(spec: GenerationJobSpec, job_name: str, namespace: str, endpoints: list[
         {"name": "HF_HOME", "value": "/tmp/huggingface"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
     ]
-    if not spec.model.tokenizer_location.startswith("hf://"):
+    if not is_hub(spec.model.tokenizer_location):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     if spec.model.hf_token_secret is not None:
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {

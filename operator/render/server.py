@@ -23,6 +23,8 @@ import json
 import math
 from typing import Any
 
+from draftgen.contract.model_location import is_hub, loader_name
+from draftgen.contract.sglang_flags import SGLangFlag as F
 from draftgen.spec import GenerationJobSpec
 
 from .. import names
@@ -39,30 +41,30 @@ def server_args(spec: GenerationJobSpec) -> list[str]:
     """`python3 -m sglang.launch_server` arguments for the spec; each flag from one spec field."""
     s = spec.server
     args = [
-        "--model-path", spec.model.weights.removeprefix("hf://"),
-        "--host", "0.0.0.0",
-        "--port", str(s.port),
-        "--tp-size", str(s.tensor_parallel_size),
-        "--mem-fraction-static", str(s.mem_fraction_static),
-        "--kv-cache-dtype", s.kv_cache_dtype,
-        "--enable-metrics",
+        F.MODEL_PATH, loader_name(spec.model.weights),
+        F.HOST, "0.0.0.0",
+        F.PORT, str(s.port),
+        F.TP_SIZE, str(s.tensor_parallel_size),
+        F.MEM_FRACTION_STATIC, str(s.mem_fraction_static),
+        F.KV_CACHE_DTYPE, s.kv_cache_dtype,
+        F.ENABLE_METRICS,
     ]
     if spec.model.tokenizer:
-        args += ["--tokenizer-path", spec.model.tokenizer.removeprefix("hf://")]
+        args += [F.TOKENIZER_PATH, loader_name(spec.model.tokenizer)]
     if spec.model.trust_remote_code:
-        args.append("--trust-remote-code")
+        args.append(F.TRUST_REMOTE_CODE)
     if s.hierarchical_cache.enabled:
         # --hicache-size is GB of host memory *per tensor-parallel rank* (validated in the spec).
-        args += ["--enable-hierarchical-cache",
-                 "--hicache-size", str(s.hierarchical_cache.size_gb_per_rank)]
+        args += [F.ENABLE_HIERARCHICAL_CACHE,
+                 F.HICACHE_SIZE, str(s.hierarchical_cache.size_gb_per_rank)]
     if s.max_running_requests is not None:
-        args += ["--max-running-requests", str(s.max_running_requests)]
+        args += [F.MAX_RUNNING_REQUESTS, str(s.max_running_requests)]
     if s.chunked_prefill_size is not None:
-        args += ["--chunked-prefill-size", str(s.chunked_prefill_size)]
+        args += [F.CHUNKED_PREFILL_SIZE, str(s.chunked_prefill_size)]
     if s.context_length is not None:
-        args += ["--context-length", str(s.context_length)]
+        args += [F.CONTEXT_LENGTH, str(s.context_length)]
     args += list(s.extra_args)
-    return args
+    return [str(a) for a in args]  # plain str, not enum members: YAML dumps only plain str
 
 
 def _env(spec: GenerationJobSpec) -> list[dict[str, Any]]:
@@ -77,7 +79,7 @@ def _env(spec: GenerationJobSpec) -> list[dict[str, Any]]:
         {"name": "TORCHINDUCTOR_CACHE_DIR", "value": f"{HOME}/.cache/torchinductor"},
         {"name": "TMPDIR", "value": "/tmp"},
     ]
-    if not spec.model.weights.startswith("hf://"):
+    if not is_hub(spec.model.weights):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     secret = spec.model.hf_token_secret
     if secret is not None:

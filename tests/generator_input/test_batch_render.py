@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from draftgen.generator import pretokenize
+from draftgen.generator import render
 from draftgen.generator.inputs import iter_samples, open_tokenizer
 from draftgen.generator.samples import Reject, Sample
 
@@ -113,7 +113,7 @@ class _Backend:
 @pytest.mark.parametrize("variant", ["missing", "wrong"])
 def test_the_batch_encode_is_left_when_the_probe_cannot_show_it_gives_the_same_ids(
         tmp_path, kimi_like_dir, monkeypatch, variant):
-    real_backend = pretokenize._backend
+    real_backend = render._backend
 
     def wrong(texts, **kwargs):  # drops each text's last id
         out = real_backend_of[0].encode_batch_fast(texts, **kwargs)
@@ -126,7 +126,7 @@ def test_the_batch_encode_is_left_when_the_probe_cannot_show_it_gives_the_same_i
         real_backend_of[:] = [real]
         return _Backend(real, wrong if variant == "wrong" else None)
 
-    monkeypatch.setattr(pretokenize, "_backend", patched)
+    monkeypatch.setattr(render, "_backend", patched)
     job = make_job(kimi_like_dir, PROMPTS)
     with open_tokenizer(job, tmp_path, workers=0) as ctx:
         assert ctx.settings.backend_encode and not ctx.settings.batch_encode

@@ -1,0 +1,1 @@
+"""Contracts shared by the generator and the operator: one definition each, imported by both sides."""

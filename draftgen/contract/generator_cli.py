@@ -1,0 +1,113 @@
+"""`draftgen generate`'s command line and exit codes: what the operator renders into the generator
+Job and what `generator/cli.py` parses, from one definition.
+
+`GeneratorArgs.argv()` is what the operator puts in the container's args; `add_arguments()`
+defines the parser from the same `Flag` constants, so a renamed flag changes both sides at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+
+COMMAND = "generate"
+"""The `draftgen` subcommand that runs the generator."""
+
+
+class Flag(enum.StrEnum):
+    """Flags of `draftgen generate`."""
+
+    JOB = "--job"
+    SERVER = "--server"
+    OUTPUT = "--output"
+    INPUTS = "--inputs"
+    METRICS_PORT = "--metrics-port"
+    METRICS_LINGER = "--metrics-linger"
+    PROGRESS = "--progress"
+    HEALTH_TIMEOUT = "--health-timeout"
+
+
+class ExitCode(enum.IntEnum):
+    """`draftgen generate` exit codes; each member's docstring is what `-h` prints for it."""
+
+    def __new__(cls, value: int, doc: str) -> ExitCode:
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.__doc__ = doc
+        return member
+
+    OK = 0, "every dataset met its budget or ran out of rows"
+    UNEXPECTED = 1, "unexpected error (a bug: please report it with the log)"
+    INVALID = 2, "the job file or the arguments are invalid"
+    INTEGRITY = 3, ("integrity check refused to start: the data would be wrong (tokenizer, "
+                    "template, server)")
+    SERVERS_DOWN = 4, "no server became healthy"
+    DISK_FULL = 5, ("the output volume is full; free space and run the same command again to "
+                    "resume")
+    SIGINT = 130, "interrupted (SIGINT); run the same command again to resume"
+    SIGTERM = 143, "terminated (SIGTERM); run the same command again to resume"
+
+
+FATAL_EXIT_CODES: tuple[ExitCode, ...] = (ExitCode.INVALID, ExitCode.INTEGRITY, ExitCode.DISK_FULL)
+"""Exit codes a retry cannot fix: the operator fails the Job at once on these."""
+
+
+def exit_codes_epilog() -> str:
+    return "exit codes:\n" + "\n".join(f"  {c.value:>3}  {c.__doc__}" for c in ExitCode)
+
+
+PROGRESS_MODES = ("auto", "live", "log")
+DEFAULT_HEALTH_TIMEOUT_SECONDS = 1800.0
+
+
+@dataclass(frozen=True)
+class GeneratorArgs:
+    """The options the operator passes to `draftgen generate`."""
+
+    job: str
+    servers: list[str]
+    output: str | None = None
+    inputs: str | None = None
+    metrics_port: int | None = None
+    metrics_linger_seconds: int | None = None
+
+    def argv(self) -> list[str]:
+        """`draftgen` arguments, the subcommand first."""
+        args = [COMMAND, Flag.JOB.value, self.job]
+        for url in self.servers:
+            args += [Flag.SERVER.value, url]
+        if self.output is not None:
+            args += [Flag.OUTPUT.value, self.output]
+        if self.inputs is not None:
+            args += [Flag.INPUTS.value, self.inputs]
+        if self.metrics_port is not None:
+            args += [Flag.METRICS_PORT.value, str(self.metrics_port)]
+        if self.metrics_linger_seconds is not None:
+            args += [Flag.METRICS_LINGER.value, str(self.metrics_linger_seconds)]
+        return args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The parser of `draftgen generate`, from the same flags `GeneratorArgs.argv()` writes."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = exit_codes_epilog()
+    parser.add_argument(Flag.JOB.value, required=True, type=Path, help="GenerationJob YAML file")
+    parser.add_argument(Flag.SERVER.value, action="append", required=True, dest="servers",
+                        metavar="URL", help="SGLang server base URL; repeat for replicas")
+    parser.add_argument(Flag.OUTPUT.value, type=Path, default=None,
+                        help="output directory (default: spec.output.path)")
+    parser.add_argument(Flag.INPUTS.value, type=Path, default=None,
+                        help="directory relative dataset sources resolve from "
+                             "(default: the job file's directory)")
+    parser.add_argument(Flag.METRICS_PORT.value, type=int, default=None,
+                        help="serve Prometheus metrics on this port (default: none)")
+    parser.add_argument(Flag.METRICS_LINGER.value, type=float, default=0.0, metavar="SECONDS",
+                        help="after a finished job, keep serving metrics this long so Prometheus "
+                             "scrapes the final counts (a signal ends the wait; default 0)")
+    parser.add_argument(Flag.PROGRESS.value, choices=PROGRESS_MODES, default="auto",
+                        help="live table on a terminal, log lines otherwise (auto)")
+    parser.add_argument(Flag.HEALTH_TIMEOUT.value, type=float,
+                        default=DEFAULT_HEALTH_TIMEOUT_SECONDS,
+                        help="seconds to wait for a server's /health_generate (default 1800)")

@@ -1,0 +1,67 @@
+"""What draftgen reads from SGLang's `/get_server_info` (alias `/server_info`).
+
+The body is every server argument at the top level plus the scheduler's figures
+(`max_total_num_tokens`, `max_req_input_len`, ...) and `internal_states`, one entry per
+data-parallel rank (`effective_max_running_requests_per_dp`, and in some versions the KV pool
+`max_total_num_tokens` only there). The generator sizes its admission with it; the operator shows
+the KV pool in `status.server.maxTotalNumTokens`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+class ServerInfoError(ValueError):
+    """The answer is not a JSON object, so it holds none of the figures."""
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """The figures of one server; None where the server does not report a usable number."""
+
+    kv_tokens: int | None
+    """`max_total_num_tokens`: the KV pool in tokens."""
+    max_running_requests: int | None
+    """The first rank's `effective_max_running_requests_per_dp`, else `max_running_requests`."""
+    max_prompt_tokens: int | None
+    """`max_req_input_len`: the longest prompt the server accepts."""
+    skip_tokenizer_init: bool
+    """The server runs without a tokenizer (`--skip-tokenizer-init`): `/tokenize` cannot work."""
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not (math.isfinite(value) and value > 0):  # JSON may carry Infinity and NaN
+        return None
+    return int(value)
+
+
+def _first_rank(states: list[dict[str, Any]], key: str) -> int | None:
+    for state in states:
+        value = _positive_int(state.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def parse_server_info(body: Any) -> ServerInfo:
+    """The figures in a `/get_server_info` body (the parsed JSON); `ServerInfoError` when it is
+    not a JSON object."""
+    if not isinstance(body, dict):
+        raise ServerInfoError(f"/get_server_info answered {type(body).__name__}, not a JSON object")
+    raw_states = body.get("internal_states")
+    states = [s for s in raw_states if isinstance(s, dict)] if isinstance(raw_states, list) else []
+    return ServerInfo(
+        # Some versions report the KV pool only per data-parallel rank.
+        kv_tokens=_positive_int(body.get("max_total_num_tokens"))
+        or _first_rank(states, "max_total_num_tokens"),
+        max_running_requests=_positive_int(
+            (states[0] if states else {}).get("effective_max_running_requests_per_dp"))
+        or _positive_int(body.get("max_running_requests")),
+        max_prompt_tokens=_positive_int(body.get("max_req_input_len")),
+        skip_tokenizer_init=bool(body.get("skip_tokenizer_init")),
+    )

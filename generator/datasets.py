@@ -1,0 +1,91 @@
+"""Each dataset's part of a run: its state resumed from the output directory, its writer, its
+completion-length model, and the requests it has in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from draftgen.contract import layout
+from draftgen.spec import DatasetSpec, GenerationJob, SamplingSpec
+
+from .admission import LengthModel, budget_admits
+from .budget import Ledger
+from .feed import Feed
+from .fleet import Server
+from .metrics import GeneratorMetrics
+from .resume import DatasetState, scan_dataset
+from .samples import Sample
+from .writer import DatasetWriter
+
+log = logging.getLogger("draftgen.generate")
+
+
+@dataclass
+class Flight:
+    """One request on its way: the sample, the server it went to, the tokens it was counted as."""
+
+    sample: Sample
+    server: Server
+    tokens: float
+    rid: str = ""
+    sent_at: float = 0.0
+    """`time.monotonic()` when the current attempt was sent."""
+    cancelled: bool = False
+    task: asyncio.Task | None = None
+
+
+@dataclass
+class Dataset:
+    spec: DatasetSpec
+    sampling: SamplingSpec
+    state: DatasetState
+    writer: DatasetWriter
+    model: LengthModel
+    feed: Feed | None = None
+    pending: Sample | None = None
+    flights: dict[str, Flight] = field(default_factory=dict)
+    in_flight_prompt: int = 0
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.state.ledger
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def open_datasets(job: GenerationJob, output: Path, metrics: GeneratorMetrics) -> list[Dataset]:
+    """Every dataset of the job, resumed from what `output` already holds."""
+    output.mkdir(parents=True, exist_ok=True)
+    shard_max = job.spec.output.shard_max_records
+    datasets = []
+    for spec in job.spec.datasets:
+        directory = layout.dataset_dir(output, spec.name)
+        state = scan_dataset(directory, spec.name, spec.budget, shard_max_records=shard_max)
+        sampling = job.spec.sampling_for(spec)
+        ds = Dataset(
+            spec=spec, sampling=sampling, state=state,
+            writer=DatasetWriter(directory, shard_max_records=shard_max,
+                                 next_shard=state.next_shard,
+                                 records_in_shard=state.records_in_shard),
+            model=LengthModel(sampling.max_new_tokens, state.lengths[-4096:]),
+        )
+        if state.ledger.samples or state.torn_bytes:
+            log.info("%s: resuming with %d samples, %d completion tokens already written%s",
+                     spec.name, state.ledger.samples, state.ledger.completion_tokens,
+                     f" (dropped a torn line of {state.torn_bytes} bytes)" if state.torn_bytes else "")
+        b = spec.budget
+        if state.ledger.samples and not state.ledger.budget_met and not (
+                budget_admits(budget=b.completion_tokens, done=state.ledger.completion_tokens,
+                              in_flight=[], in_flight_known=0, new_known=0, model=ds.model)
+                and budget_admits(budget=b.total_tokens, done=state.ledger.total_tokens,
+                                  in_flight=[], in_flight_known=0, new_known=0,
+                                  model=ds.model)):
+            ds.ledger.closed = True  # the same rule that closed it before: no server needed
+        metrics.start_from(state.ledger)
+        datasets.append(ds)
+    return datasets

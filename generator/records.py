@@ -1,0 +1,84 @@
+"""What a run writes about its work: the record of one generation, the line of one reject, and
+the manifests (one per dataset, one for the job) together with the job-level gauges."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Protocol, Sequence
+
+from draftgen.contract import layout
+from draftgen.spec import GenerationJob
+
+from .budget import Ledger
+from .client import Generation
+from .metrics import GeneratorMetrics
+from .progress import eta_seconds
+from .samples import Reject, Sample
+from .writer import DatasetWriter, atomic_write_json
+
+
+class DatasetOutput(Protocol):
+    """A dataset of the run as the manifests see it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def ledger(self) -> Ledger: ...
+    @property
+    def writer(self) -> DatasetWriter: ...
+
+
+def generation_record(dataset: str, sample: Sample, result: Generation, params: dict[str, Any],
+                      server: str, attempts: int, latency: float) -> dict[str, Any]:
+    """One line of a shard: the prompt's ids, the server's answer, and how it was obtained."""
+    meta: dict[str, Any] = {"sampling": params, "cached_tokens": result.cached_tokens,
+                            "e2e_latency": result.e2e_latency or latency,
+                            "server": server, "attempts": attempts,
+                            "created_at": time.time()}
+    if sample.info:
+        meta["sample"] = sample.info
+    return {
+        "id": sample.id, "dataset": dataset, "source_index": sample.source_index,
+        "turn": sample.turn, "input_ids": sample.input_ids, "output_ids": result.output_ids,
+        "prompt_tokens": len(sample.input_ids), "completion_tokens": len(result.output_ids),
+        "finish_reason": result.finish_reason, "matched_stop": result.matched_stop,
+        "meta": meta,
+    }
+
+
+def reject_record(r: Reject) -> dict[str, Any]:
+    """One line of `rejects.jsonl`."""
+    return {"dataset": r.dataset, "source_index": r.source_index, "id": r.id,
+            "reason": r.reason, "detail": r.detail, "created_at": time.time()}
+
+
+def reject_key(r: Reject) -> tuple:
+    """What makes a reject the same one again (a resumed run does not record it twice)."""
+    return (r.id, r.source_index, r.reason)
+
+
+def write_manifests(output: Path, job: GenerationJob, datasets: Sequence[DatasetOutput],
+                    rate: float, metrics: GeneratorMetrics) -> None:
+    """Rewrite every dataset's manifest and the job's, and set the throughput, ETA and done
+    gauges from the same figures."""
+    ledgers = [d.ledger for d in datasets]
+    eta = eta_seconds(ledgers, rate)
+    metrics.throughput.set(rate)
+    if eta is not None:
+        metrics.eta.set(eta)
+    done = all(l.done for l in ledgers)
+    metrics.job_done.set(1 if done else 0)
+    manifests = {}
+    for ds in datasets:
+        manifests[ds.name] = ds.ledger.manifest()
+        ds.writer.write_manifest(manifests[ds.name])
+    atomic_write_json(layout.job_manifest(output), {
+        "job": job.metadata.name, "model": job.spec.model.weights,
+        "datasets": manifests,
+        "completion_tokens": sum(l.completion_tokens for l in ledgers),
+        "samples": sum(l.samples for l in ledgers),
+        "throughput_tokens_per_second": round(rate, 3),
+        "eta_seconds": None if eta is None else round(eta, 1),
+        "updated_at": time.time(), "done": done,
+    })

@@ -1,0 +1,186 @@
+"""The reconcile's decisions: pure functions from what was observed to what to do and what the
+status now says.
+
+Nothing here talks to the API: `reconcile` reads the children, asks these functions, and hands
+the writes to `children`. Every phase change goes through `phases.enter`.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Literal
+
+from draftgen.spec import GenerationJobStatus
+
+from . import names, observe
+from .conditions import get_condition, parse_time, set_condition
+from .phases import TERMINAL, Event, enter
+
+ServerAction = Literal["create", "roll", "scale", "keep"]
+GeneratorAction = Literal["start", "wait_for_stop", "restart", "observe"]
+
+
+def _annotation(obj: dict[str, Any] | None, key: str) -> str | None:
+    return (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(key)
+
+
+# -- the spec ---------------------------------------------------------------------------------
+def reject_spec(status: GenerationJobStatus, problems: list[str], gen: int | None,
+                now: str) -> None:
+    """A spec that does not validate: a running job keeps going with the last accepted one."""
+    set_condition(status.conditions, "SpecValid", False, "InvalidSpec", "; ".join(problems),
+                  gen, now)
+    status.observed_generation = gen
+    if enter(status, Event.SPEC_REJECTED) == "Failed":
+        status.message = f"spec rejected: {problems[0]}"
+    else:
+        # An edit broke a running job: keep running what was last accepted, say so.
+        status.message = f"spec edit rejected, still running the last accepted spec: {problems[0]}"
+
+
+def was_rejected(status: GenerationJobStatus) -> bool:
+    """Failed only because its spec did not validate (a valid spec starts it again)."""
+    return status.phase == "Failed" and status.message.startswith("spec rejected")
+
+
+def finished_at_generation(status: GenerationJobStatus, gen: int | None) -> bool:
+    """Ended, and the ending condition was written for this very spec generation."""
+    if status.phase not in TERMINAL:
+        return False
+    cond = get_condition(status.conditions, "Complete" if status.phase == "Succeeded"
+                         else "Failed")
+    return cond is not None and cond.observed_generation == gen
+
+
+def ran_this_document(job: dict[str, Any] | None, digest: str) -> bool:
+    """The generator Job was started with the job document of hash `digest`."""
+    return _annotation(job, names.CONFIG_HASH_ANNOTATION) == digest
+
+
+def confirm_complete(status: GenerationJobStatus, gen: int | None, now: str) -> None:
+    """A success that still holds for a new generation (an edit the generator does not act on)."""
+    complete = get_condition(status.conditions, "Complete")
+    set_condition(status.conditions, "Complete", True, "AllDatasetsDone",
+                  complete.message if complete else "every dataset is done", gen, now)
+    status.observed_generation = gen
+
+
+def ttl_expired(ttl: int | None, completion_time: str | None, now: str) -> bool:
+    """`ttlSecondsAfterFinished` has passed since the job ended."""
+    ended = parse_time(completion_time)
+    if ttl is None or ended is None:
+        return False
+    return (parse_time(now) or ended) - ended >= datetime.timedelta(seconds=ttl)
+
+
+# -- the children -----------------------------------------------------------------------------
+def server_action(want: dict[str, Any], have: dict[str, Any] | None) -> ServerAction:
+    """What one server Deployment needs: created, rolled (its rendering changed), scaled to 1."""
+    if have is None:
+        return "create"
+    if _annotation(have, names.SERVER_HASH_ANNOTATION) != \
+            want["metadata"]["annotations"][names.SERVER_HASH_ANNOTATION]:
+        return "roll"  # the server's own spec changed (Recreate); budgets never get here
+    if int((have.get("spec") or {}).get("replicas") or 0) != 1:
+        return "scale"
+    return "keep"
+
+
+def generator_ended(job: dict[str, Any] | None, digest: str) -> bool:
+    """The generator already ended with this job document (the server is not needed again)."""
+    return job is not None and not job["metadata"].get("deletionTimestamp") and \
+        ran_this_document(job, digest) and observe.job_outcome(job)[0] != "running"
+
+
+def generator_action(job: dict[str, Any] | None, digest: str) -> GeneratorAction:
+    """What the generator Job needs once the server is ready."""
+    if job is None:
+        return "start"
+    if job["metadata"].get("deletionTimestamp"):
+        return "wait_for_stop"
+    if not ran_this_document(job, digest):
+        # The job document changed (e.g. a budget): restart only the generator; it resumes
+        # from the output exactly. The server keeps running.
+        return "restart"
+    return "observe"
+
+
+# -- the status -------------------------------------------------------------------------------
+def mark_suspended(status: GenerationJobStatus, gen: int | None, now: str) -> None:
+    enter(status, Event.SUSPENDED)
+    status.message = "suspended: generator stopped, server scaled to 0; output kept"
+    status.server.ready_replicas = 0
+    set_condition(status.conditions, "Suspended", True, "SuspendedBySpec",
+                  "spec.suspend is true; set it to false to resume where it stopped", gen, now)
+    set_condition(status.conditions, "Generating", False, "Suspended", "suspended", gen, now)
+
+
+def mark_failed(status: GenerationJobStatus, event: Event, reason: str, message: str,
+                gen: int | None, now: str) -> None:
+    enter(status, event)
+    status.message = message
+    status.completion_time = status.completion_time or now
+    set_condition(status.conditions, "Failed", True, reason, message, gen, now)
+    set_condition(status.conditions, "Generating", False, reason, message, gen, now)
+
+
+def mark_server_starting(status: GenerationJobStatus, waiting: tuple[str, str] | None,
+                         ready: int, replicas: int, gen: int | None, now: str) -> None:
+    reason, message = waiting or (
+        "Starting", f"{ready}/{replicas} server replicas ready; SGLang is "
+        "loading the model (a 1T-parameter model takes 10-30 minutes)")
+    enter(status, Event.SERVER_STARTING)
+    status.message = message
+    set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)
+
+
+def mark_server_ready(status: GenerationJobStatus, ready: int, replicas: int, gen: int | None,
+                      now: str) -> None:
+    set_condition(status.conditions, "ServerReady", ready >= replicas,
+                  "Ready" if ready >= replicas else "ReplicaNotReady",
+                  f"{ready}/{replicas} server replicas ready", gen, now)
+
+
+def mark_generator_restarting(status: GenerationJobStatus, message: str, gen: int | None,
+                              now: str) -> None:
+    enter(status, Event.GENERATOR_RUNNING)
+    status.message = message
+    set_condition(status.conditions, "Generating", False, "RestartingGenerator", message, gen,
+                  now)
+
+
+def mark_generator_started(status: GenerationJobStatus, gen: int | None, now: str) -> None:
+    enter(status, Event.GENERATOR_RUNNING)
+    status.start_time = status.start_time or now
+    status.message = "generator started"
+    set_condition(status.conditions, "Generating", True, "GeneratorStarted", status.message,
+                  gen, now)
+
+
+def mark_generator_running(status: GenerationJobStatus, stuck: tuple[str, str] | None,
+                           gen: int | None, now: str) -> None:
+    enter(status, Event.GENERATOR_RUNNING)
+    status.start_time = status.start_time or now
+    if stuck is not None:
+        status.message = stuck[1]
+        set_condition(status.conditions, "Generating", False, stuck[0], stuck[1], gen, now)
+        return
+    status.message = "generating"
+    set_condition(status.conditions, "Generating", True, "GeneratorRunning",
+                  "the generator is running", gen, now)
+
+
+def mark_succeeded(status: GenerationJobStatus, gen: int | None, now: str) -> None:
+    enter(status, Event.GENERATOR_SUCCEEDED)
+    status.completion_time = status.completion_time or now
+    status.message = "every dataset is done"
+    status.eta_seconds, status.eta = 0.0, "0s"
+    set_condition(status.conditions, "Complete", True, "AllDatasetsDone", status.message, gen,
+                  now)
+    set_condition(status.conditions, "Generating", False, "Completed", status.message, gen, now)
+
+
+def generator_failure_message(backoff_limit: int, detail: str, more: str) -> str:
+    return (f"generator failed after {backoff_limit} retries: "
+            f"{detail or 'BackoffLimitExceeded'}" + (f"; {more}" if more else "")
+            + "; output so far is kept: fix the cause and edit the spec to resume")

@@ -1,0 +1,79 @@
+"""The GenerationJob's phase machine: every allowed (phase, event) → phase, in one table.
+
+The reconcile never assigns `status.phase` itself: it names what happened (an `Event`) and
+`enter` looks the new phase up here, refusing a transition the table does not declare. So this
+table is the whole lifecycle, and a new path through the code that the table does not allow
+fails loudly instead of writing a phase nobody planned for.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from draftgen.spec import GenerationJobStatus
+from draftgen.spec.status import Phase
+
+TERMINAL: tuple[Phase, ...] = ("Succeeded", "Failed")
+ACTIVE: tuple[Phase, ...] = ("Pending", "StartingServer", "Generating", "Suspended")
+"""Phases of a job that has not ended (the reconcile moves terminal ones back to Pending
+before it acts on a changed spec)."""
+
+
+class Event(enum.Enum):
+    """What the reconcile observed or decided."""
+
+    SPEC_REJECTED = "the spec does not validate"
+    SPEC_FIXED = "a rejected spec validates again"
+    SPEC_CHANGED_AFTER_END = "the spec changed after the job ended: run again"
+    SUSPENDED = "spec.suspend is true"
+    SERVER_STARTING = "server replicas not ready yet, no generator"
+    SERVER_FAILED = "the server will not come up by itself"
+    GENERATOR_RUNNING = "the generator was started, is restarting or is running"
+    GENERATOR_SUCCEEDED = "the generator Job completed"
+    GENERATOR_FAILED = "the generator Job ran out of retries"
+
+
+class UndeclaredTransition(RuntimeError):
+    """The reconcile asked for a transition the table does not declare (a bug, not the user's)."""
+
+    def __init__(self, phase: str, event: Event) -> None:
+        self.phase, self.event = phase, event
+        super().__init__(f"no phase transition declared from {phase} on {event.name}")
+
+
+TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
+    # A spec edit that does not validate: a running job keeps running the last accepted spec;
+    # anything else fails with the reason.
+    ("Pending", Event.SPEC_REJECTED): "Failed",
+    ("StartingServer", Event.SPEC_REJECTED): "StartingServer",
+    ("Generating", Event.SPEC_REJECTED): "Generating",
+    ("Suspended", Event.SPEC_REJECTED): "Suspended",
+    ("Succeeded", Event.SPEC_REJECTED): "Failed",
+    ("Failed", Event.SPEC_REJECTED): "Failed",
+    ("Failed", Event.SPEC_FIXED): "Pending",
+    ("Succeeded", Event.SPEC_CHANGED_AFTER_END): "Pending",
+    ("Failed", Event.SPEC_CHANGED_AFTER_END): "Pending",
+    # A job that has not ended: whatever the children say, from any active phase (a resumed job
+    # is still Suspended, a restarted generator's job may need its server again).
+    **{(phase, Event.SUSPENDED): "Suspended" for phase in ACTIVE},
+    **{(phase, Event.SERVER_STARTING): "StartingServer" for phase in ACTIVE},
+    **{(phase, Event.SERVER_FAILED): "Failed" for phase in ACTIVE},
+    **{(phase, Event.GENERATOR_RUNNING): "Generating" for phase in ACTIVE},
+    **{(phase, Event.GENERATOR_SUCCEEDED): "Succeeded" for phase in ACTIVE},
+    **{(phase, Event.GENERATOR_FAILED): "Failed" for phase in ACTIVE},
+}
+
+
+def next_phase(phase: str, event: Event) -> Phase:
+    """The phase `event` leads to from `phase`; UndeclaredTransition when the table has none."""
+    try:
+        return TRANSITIONS[(phase, event)]  # type: ignore[index]
+    except KeyError:
+        raise UndeclaredTransition(phase, event) from None
+
+
+def enter(status: GenerationJobStatus, event: Event) -> Phase:
+    """Move `status` to the phase the table gives for `event`, and return it."""
+    status.phase = next_phase(status.phase, event)
+    return status.phase
+
