@@ -6,6 +6,8 @@ import copy
 import json
 from typing import Any
 
+from pydantic import BaseModel
+
 import yaml
 
 from .spec import job as jobmod
@@ -96,7 +98,7 @@ def _structural(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _model_schema(model: type) -> dict[str, Any]:
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema(by_alias=True, mode="validation")
     defs = raw.pop("$defs", {})
     return _structural(_inline(raw, defs))

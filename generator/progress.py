@@ -7,11 +7,14 @@ import logging
 import sys
 import time
 from collections import deque
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from draftgen.plan.eta import format_duration, remaining_completion_tokens
 
 from .budget import Ledger
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 log = logging.getLogger("draftgen.generate")
 
@@ -98,7 +101,7 @@ class Progress:
         self.live = sys.stderr.isatty() if live is None else live
         self.interval = interval if interval is not None else (0.5 if self.live else 10.0)
         self._last = 0.0
-        self._display = None
+        self._display: Live | None = None
         self._rates: dict[str, RateMeter] = {l.dataset: RateMeter() for l in ledgers}
 
     def add_tokens(self, dataset: str, tokens: int) -> None:
@@ -109,12 +112,13 @@ class Progress:
             from rich.console import Console
             from rich.live import Live
 
-            self._display = Live(self._table(0.0, None, 0), console=Console(stderr=True),
-                                 refresh_per_second=4, transient=False)
-            self._display.__enter__()
+            display = Live(self._table(0.0, None, 0), console=Console(stderr=True),
+                           refresh_per_second=4, transient=False)
+            display.__enter__()
+            self._display = display
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self._display is not None:
             self._display.__exit__(*exc)
             self._display = None

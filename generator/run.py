@@ -108,8 +108,12 @@ class Runner:
             if ds.ledger.done:
                 continue
             skip = frozenset(ds.state.done_ids)
-            ds.feed = Feed(lambda d=ds, s=skip: self.source(d.spec, s, self.fleet.max_prompt_tokens),
-                           self.wake)
+
+            def make(d: Dataset = ds, s: frozenset[str] = skip) -> Iterator:
+                # The prompt limit is read when the feed starts: servers may join until then.
+                return self.source(d.spec, s, self.fleet.max_prompt_tokens)
+
+            ds.feed = Feed(make, self.wake)
 
     def _next_sample(self, ds: Dataset) -> Sample | None:
         """The dataset's next sample to send; rejects and repeats are handled on the way."""

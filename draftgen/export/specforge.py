@@ -31,6 +31,7 @@ class ChatFormat:
             "<|im_system|>", "<|im_user|>", "<|im_assistant|>", "<|im_middle|>",
             "<|im_start|>", "<|im_end|>")}
         self.end = ids["<|im_end|>"]
+        self.middle: int | None
         if ids["<|im_middle|>"] is not None and ids["<|im_user|>"] is not None:
             self.kind = "kimi"
             self.headers = {ids["<|im_system|>"]: "system", ids["<|im_user|>"]: "user",
@@ -66,8 +67,8 @@ class ChatFormat:
         for n, start in enumerate(starts):
             stop = starts[n + 1] if n + 1 < len(starts) else len(ids)
             body = ids[start + 1:stop]
-            closed = self.end in body
-            if closed:
+            closed = self.end is not None and self.end in body
+            if closed and self.end is not None:
                 body = body[:body.index(self.end)]
             role, name, content = self._turn(ids[start], body)
             if not closed:

@@ -394,7 +394,8 @@ def _serve(args: argparse.Namespace, extra: Iterable[str]) -> int:
               f"(model {server.model_path}); Ctrl-C to stop", flush=True)
         while server.is_running():
             time.sleep(1.0)
-        print(f"SGLang exited with code {server.proc.returncode}; log {server.log_path}:\n"
+        code = server.proc.returncode if server.proc is not None else None
+        print(f"SGLang exited with code {code}; log {server.log_path}:\n"
               f"{_tail(server.log_path, 20)}", file=sys.stderr)
         return 1
     except SGLangServerError as err:
