@@ -32,7 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests" / "operator"))
+sys.path.insert(0, str(HERE.parent))  # the repository root: tests.operator's harness
 
 from common import Goal, Result  # noqa: E402
 
@@ -128,9 +128,11 @@ def main() -> None:
     parser.add_argument("--poll", type=float, default=15.0, help="pollIntervalSeconds of the operator")
     args = parser.parse_args()
     # The test fixtures' settings, read when the handlers are first imported; then ours.
-    import conftest  # noqa: F401  (sets KUBECONFIG and the operator's environment)
-    from conftest import _KUBECONFIG, Cluster, example_job, running_operator
-    from emulator import EmulatorThread
+    from tests.operator.emulator import EmulatorThread
+    from tests.operator.harness import (_KUBECONFIG, Cluster, example_job, running_operator,
+                                        set_operator_test_env)
+
+    set_operator_test_env()
 
     from draftgen.controller import metrics
 

@@ -9,13 +9,16 @@ tools are OpenAI `{"type": "function", "function": {...}}` definitions: exactly 
 format. `pretokenized` rows become a list of token ids that is never re-templated.
 
 A row that cannot be normalized raises `RowError(reason, detail)`; the caller records a reject.
+`Conversation`, `RowError` and the tool pieces live in `conversation` (glaive uses them too);
+`parse_conversation` is the one entry point for every conversational format.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from typing import Any
+
+from .conversation import Conversation, RowError, parse_json, call_id, make_tool_call, normalize_tools
+from .glaive import parse_glaive
 
 ROLES = ("system", "user", "assistant", "tool")
 # Message keys handed to the chat template; others (dataset bookkeeping) are dropped.
@@ -30,92 +33,6 @@ SHAREGPT_ROLES = {
     "function_call": "function_call",
     "observation": "tool", "tool": "tool", "function": "tool", "function_response": "tool",
 }
-
-
-class RowError(ValueError):
-    """A row cannot become a conversation; `reason` is the reject code."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
-
-
-@dataclass(frozen=True, slots=True)
-class Conversation:
-    """A normalized conversation, as given in the source (before choosing the turn)."""
-
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None = None
-
-
-# --------------------------------------------------------------------------------------- tools
-
-def _loads(value: str, reason: str, what: str) -> Any:
-    try:
-        return json.loads(value)
-    except (json.JSONDecodeError, RecursionError) as err:
-        raise RowError(reason, f"{what} is not valid JSON: {err}") from None
-
-
-def normalize_tools(value: Any, where: str = "tools") -> list[dict[str, Any]] | None:
-    """Tool definitions in any common shape (a JSON string, one object, a list; OpenAI-wrapped
-    `{"type": "function", "function": {...}}` or flat `{"name", "description", "parameters"}`)
-    → OpenAI tool definitions, or None when there are none."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        if not value.strip():
-            return None
-        value = _loads(value, "bad_tools", where)
-    if isinstance(value, dict):
-        value = [value]
-    if not isinstance(value, list):
-        raise RowError("bad_tools", f"{where} must be a list of tool definitions, got {type(value).__name__}")
-    tools = []
-    for n, tool in enumerate(value):
-        if isinstance(tool, str):
-            tool = _loads(tool, "bad_tools", f"{where}[{n}]")
-        if not isinstance(tool, dict):
-            raise RowError("bad_tools", f"{where}[{n}] must be an object, got {type(tool).__name__}")
-        fn = tool.get("function", tool) if tool.get("type", "function") == "function" else None
-        if not isinstance(fn, dict):
-            raise RowError("bad_tools", f"{where}[{n}] is not a function definition (type {tool.get('type')!r})")
-        name = fn.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise RowError("bad_tools", f"{where}[{n}] has no function name")
-        params = fn.get("parameters")
-        if params is not None and not isinstance(params, dict):
-            raise RowError("bad_tools", f"{where}[{n}] ({name}): parameters must be a JSON schema object")
-        desc = fn.get("description")
-        if desc is not None and not isinstance(desc, str):
-            raise RowError("bad_tools", f"{where}[{n}] ({name}): description must be a string")
-        fn = {k: v for k, v in fn.items() if v is not None and k != "type"}
-        tools.append({"type": "function", "function": fn})
-    return tools or None
-
-
-def tool_names(tools: list[dict[str, Any]] | None) -> list[str]:
-    return [t["function"]["name"] for t in tools or ()]
-
-
-def make_tool_call(name: Any, arguments: Any, call_id: str, where: str) -> dict[str, Any]:
-    """One assistant tool call in the normalized shape (arguments parsed into a dict)."""
-    if not isinstance(name, str) or not name.strip():
-        raise RowError("bad_tool_call", f"{where}: the call has no function name")
-    if arguments is None:
-        arguments = {}
-    if isinstance(arguments, str):
-        arguments = _loads(arguments, "bad_tool_call", f"{where}: arguments of {name}") if arguments.strip() else {}
-    if not isinstance(arguments, dict):
-        raise RowError("bad_tool_call", f"{where}: arguments of {name} must be a JSON object")
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-def call_id(name: str, number: int) -> str:
-    """Id for a call the source did not name: Kimi-K2's own `functions.<name>:<n>` form, `n`
-    counting calls in the conversation (other templates ignore call ids)."""
-    return f"functions.{name}:{number}"
 
 
 def _normalize_tool_calls(value: Any, where: str, counter: list[int]) -> list[dict[str, Any]]:
@@ -190,7 +107,7 @@ def _require_list(data: dict[str, Any], field: str) -> list[Any]:
         raise RowError("missing_field", f"the row has no {field!r} field")
     value = data[field]
     if isinstance(value, str):  # some dumps store the list as a JSON string
-        value = _loads(value, "wrong_type", field)
+        value = parse_json(value, "wrong_type", field)
     if not isinstance(value, list):
         raise RowError("wrong_type", f"{field!r} must be a list, got {type(value).__name__}")
     if not value:
@@ -239,7 +156,7 @@ def parse_sharegpt(data: dict[str, Any]) -> Conversation:
             raise RowError("unknown_role", f"{where}: speaker {speaker!r} is not one of "
                                            f"{', '.join(sorted(SHAREGPT_ROLES))}")
         if role == "function_call":
-            payload = _loads(value, "bad_tool_call", where) if isinstance(value, str) else value
+            payload = parse_json(value, "bad_tool_call", where) if isinstance(value, str) else value
             calls = _normalize_tool_calls(payload, where, counter)
             messages.append({"role": "assistant", "content": "", "tool_calls": calls})
             pending = list(calls)
@@ -302,7 +219,5 @@ def parse_conversation(fmt: str, data: dict[str, Any]) -> Conversation:
     if fmt == "prompt":
         return parse_prompt(data)
     if fmt == "glaive":
-        from .glaive import parse_glaive
-
         return parse_glaive(data)
     raise ValueError(f"format {fmt!r} has no conversation")

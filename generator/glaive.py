@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from .formats import Conversation, RowError, call_id, make_tool_call, normalize_tools
+from .conversation import Conversation, RowError, call_id, make_tool_call, normalize_tools
 
 ENDOFTEXT = "<|endoftext|>"
 FUNCTIONCALL = "<functioncall>"

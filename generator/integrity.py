@@ -1,17 +1,20 @@
-"""Refuse to start when the data would be wrong: checks on the tokenizer and the chat template.
+"""The tokenizer and chat-template checks that keep wrong data from being made, and their errors.
 
-Each failure is an `IntegrityError` whose message names the setting and the fix:
+The checks are pure functions; `pretokenize` runs them when it loads the tokenizer (and, for
+tools, on samples as it renders them), `inputs` raises `tools_dropped_error` while a dataset's
+first `STRICT_TOOL_SAMPLES` tool-bearing samples are read. Each failure is an `IntegrityError`
+whose message names the setting and the fix:
 
-- every `spec.model.specialTokens` entry must encode to exactly one vocabulary id (a `<think>`
-  split into `<`, `think`, `>` teaches the drafter the wrong tokens);
-- a probe prompt rendered with `spec.model.chatTemplateKwargs` must end with
-  `spec.model.generationPrefix` (e.g. Kimi's `<think>`), in its text and in its ids;
-- a template given tools must put them in the prompt: a probe tool's name must appear in the
-  decoded probe prompt (checked at start whenever a dataset is `glaive`), and every sample with
-  tools is checked the same way as it is rendered (see `ToolCheck` for what happens then).
+- `check_special_tokens`: every `spec.model.specialTokens` entry must encode to exactly one
+  vocabulary id (a `<think>` split into `<`, `think`, `>` teaches the drafter the wrong tokens);
+- `check_generation_prefix`: a probe prompt (`PROBE_MESSAGES`) rendered with
+  `spec.model.chatTemplateKwargs` must end with `spec.model.generationPrefix` (e.g. Kimi's
+  `<think>`), in its text and in its ids;
+- `missing_tool_names`: a template given tools must put them in the prompt (the probe tool
+  `PROBE_TOOLS`, checked at start whenever a dataset is `glaive`, and each sample with tools).
 
-The server-side checks (vocabulary size, model) belong to the request side, which compares
-`tokenizer_fingerprint()` with `/get_model_info` and `/get_server_info`.
+`tokenizer_fingerprint` gives the facts the request side compares with the server's
+`/get_model_info` and `/get_server_info` (vocabulary size, end-of-sequence ids, template hash).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from draftgen.testing.sglang import SGLangServer
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -51,9 +53,5 @@ def sglang_server(tiny_kimi: Path):
         return
     if not (SGLANG_VENV / "bin" / "python").exists():
         pytest.skip(f"{SGLANG_VENV} is missing: run `make sglang`")
-    try:
-        from draftgen.testing.sglang import SGLangServer
-    except ImportError as err:
-        pytest.skip(f"draftgen.testing.sglang is not available yet ({err})")
     with SGLangServer(tiny_kimi, max_total_tokens=SGLANG_TEST_MAX_TOTAL_TOKENS) as server:
         yield server

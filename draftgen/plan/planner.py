@@ -12,12 +12,12 @@ from pathlib import Path
 
 from draftgen.contract.sglang_flags import SGLangFlag, value_in
 from draftgen.spec import GenerationJob, PlanStatus
+from draftgen.spec.hostmem import HostMemoryCheck, check_host_memory
 
 from . import concurrency, eta as eta_mod, headroom as headroom_mod, kvcache
 from .concurrency import DatasetLengths, ThroughputVerdict
 from .eta import DatasetWork, Eta
 from .headroom import Headroom
-from .hostmem import HostMemoryCheck, check_host_memory
 from .kvcache import KVCapacity, MemoryInputError, MemoryProfile, StartLog
 from .modelconfig import ModelConfig, ModelConfigError, config_location, load_model_config
 

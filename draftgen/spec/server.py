@@ -7,9 +7,9 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from draftgen.contract.sglang_flags import owner_of
-from draftgen.plan.hostmem import check_host_memory
 
 from .base import SpecModel
+from .hostmem import check_host_memory
 
 KVCacheDtype = Literal["auto", "bf16", "fp8_e4m3", "fp8_e5m2"]
 LOSSY_KV_DTYPES = frozenset({"fp8_e4m3", "fp8_e5m2"})

@@ -22,7 +22,6 @@ Standard library only (the flag names come from draftgen.contract.sglang_flags, 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import socket
@@ -296,19 +295,6 @@ class SGLangServer:
         while time.monotonic() < deadline and not _port_free(self.host, self.port):
             time.sleep(0.2)
         return self.start(wait=wait)
-
-    def get_json(self, path: str, timeout: float = 10.0) -> dict:
-        with urllib.request.urlopen(self.url + path, timeout=timeout) as resp:
-            return json.loads(resp.read())
-
-    def post_json(self, path: str, body: dict, timeout: float = 300.0) -> dict:
-        req = urllib.request.Request(
-            self.url + path,
-            data=json.dumps(body).encode(),
-            headers={"content-type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return json.loads(resp.read())
 
     def __enter__(self) -> "SGLangServer":
         return self.start()

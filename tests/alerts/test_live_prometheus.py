@@ -17,6 +17,8 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
+from tests.jobs import job_document, write_job_yaml
+
 from .prometheus import PROMETHEUS, PrometheusServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,27 +54,20 @@ def _job(tmp: Path, model: Path) -> Path:
     chat = (REPO / "examples" / "data" / "chat.jsonl").read_text().splitlines()
     chat[3:3] = ['{"id": "broken", "messages": [', '{"id": "empty", "messages": []}']
     (data / "chat.jsonl").write_text("\n".join(chat) + "\n")
-    job = {
-        "apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-        "metadata": {"name": "live"},
-        "spec": {
-            "model": {"weights": str(model), "chatTemplateKwargs": {"thinking": True},
-                      "generationPrefix": "<think>"},
-            "server": {"tensorParallelSize": 1},
-            "sampling": {"temperature": 1.0, "maxNewTokens": 24},
-            "generator": {"concurrency": {"mode": "fixed", "maxRequests": 6}},
-            "output": {"path": "out"},
-            "datasets": [
-                {"name": "chat", "source": "data/chat.jsonl", "format": "messages",
-                 "budget": {"completionTokens": 500}},
-                {"name": "prompts", "source": "data/prompts.jsonl", "format": "prompt",
-                 "budget": {"completionTokens": 500}},
-            ],
-        },
-    }
-    path = tmp / "job.yaml"
-    path.write_text(yaml.safe_dump(job, sort_keys=False))
-    return path
+    return write_job_yaml(tmp / "job.yaml", job_document(
+        "live",
+        model={"weights": str(model), "chatTemplateKwargs": {"thinking": True},
+               "generationPrefix": "<think>"},
+        server={"tensorParallelSize": 1},
+        sampling={"temperature": 1.0, "maxNewTokens": 24},
+        generator={"concurrency": {"mode": "fixed", "maxRequests": 6}},
+        output={"path": "out"},
+        datasets=[
+            {"name": "chat", "source": "data/chat.jsonl", "format": "messages",
+             "budget": {"completionTokens": 500}},
+            {"name": "prompts", "source": "data/prompts.jsonl", "format": "prompt",
+             "budget": {"completionTokens": 500}},
+        ]))
 
 
 def _chart_sglang_metric_relabelings() -> list[dict]:

@@ -11,15 +11,13 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from draftgen.controller import names
+from draftgen.controller import render as render_mod
+from draftgen.controller import settings as settings_mod
+from draftgen.controller.settings import OperatorSettings
+
 from .rendering import CHART, of_kind, one, render
 from .values_cases import full_values, kimi_job
-
-settings_mod = pytest.importorskip("draftgen.controller.settings",
-                                   reason="the operator's settings module is missing")
-render_mod = pytest.importorskip("draftgen.controller.render",
-                                 reason="the operator's renderers are missing")
-names = pytest.importorskip("draftgen.controller.names", reason="the operator's names are missing")
-OperatorSettings = settings_mod.OperatorSettings
 
 
 def _operator_env(docs) -> dict[str, str]:

@@ -10,14 +10,14 @@ import datetime
 import inspect
 
 import pytest
+from kopf._cogs.aiokits import aiotoggles
+from kopf._cogs.configs import configuration
+from kopf._cogs.structs import references
+from kopf._core.engines import peering
 
-cli = pytest.importorskip("draftgen.controller.cli", reason="the operator CLI is missing")
-from kopf._cogs.aiokits import aiotoggles  # noqa: E402
-from kopf._cogs.configs import configuration  # noqa: E402
-from kopf._cogs.structs import references  # noqa: E402
-from kopf._core.engines import peering  # noqa: E402
+from draftgen.controller import cli
 
-from .rendering import one, render  # noqa: E402
+from .rendering import one, render
 
 RESOURCE = references.Resource("kopf.dev", "v1", "clusterkopfpeerings", namespaced=False)
 

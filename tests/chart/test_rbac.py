@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import pytest
+from draftgen.controller import rbac
 
 from .rendering import of_kind, render
-
-rbac = pytest.importorskip("draftgen.controller.rbac", reason="the operator's rbac module is missing")
 
 CLUSTER_SCOPED = {"customresourcedefinitions", "namespaces", "clusterkopfpeerings",
                   "validatingwebhookconfigurations"}

@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from draftgen.cli import main
 from draftgen.export.records import iter_records
+
+from tests.jobs import job_document, write_job_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
@@ -23,25 +24,18 @@ pytestmark = pytest.mark.sglang
 def generated(sglang_server, tmp_path_factory):
     """A small job run against the shared server: chat and glaive (tools) rows, short outputs."""
     base = tmp_path_factory.mktemp("export-real")
-    job = {
-        "apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-        "metadata": {"name": "export-real"},
-        "spec": {
-            "model": {"weights": str(TINY_KIMI), "chatTemplateKwargs": {"thinking": True},
-                      "specialTokens": ["<think>", "</think>", "<|im_end|>",
-                                        "<|tool_calls_section_begin|>"],
-                      "generationPrefix": "<think>"},
-            "sampling": {"temperature": 1.0, "maxNewTokens": 24, "seed": 11},
-            "datasets": [
-                {"name": "chat", "source": str(REPO / "examples/data/chat.jsonl"),
-                 "format": "messages", "budget": {"maxSamples": 4}},
-                {"name": "tools", "source": str(REPO / "examples/data/glaive.jsonl"),
-                 "format": "glaive", "budget": {"maxSamples": 3}},
-            ],
-        },
-    }
-    job_file = base / "job.yaml"
-    job_file.write_text(yaml.safe_dump(job))
+    job_file = write_job_yaml(base / "job.yaml", job_document(
+        "export-real",
+        model={"weights": str(TINY_KIMI), "chatTemplateKwargs": {"thinking": True},
+               "specialTokens": ["<think>", "</think>", "<|im_end|>", "<|tool_calls_section_begin|>"],
+               "generationPrefix": "<think>"},
+        sampling={"temperature": 1.0, "maxNewTokens": 24, "seed": 11},
+        datasets=[
+            {"name": "chat", "source": str(REPO / "examples/data/chat.jsonl"),
+             "format": "messages", "budget": {"maxSamples": 4}},
+            {"name": "tools", "source": str(REPO / "examples/data/glaive.jsonl"),
+             "format": "glaive", "budget": {"maxSamples": 3}},
+        ]))
     out = base / "out"
     code = main(["generate", "--job", str(job_file), "--server", sglang_server.url,
                  "--output", str(out), "--progress", "log"])

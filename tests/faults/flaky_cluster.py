@@ -16,9 +16,8 @@ import attrs
 import kmock
 from kmock._internal import k8s as kmock_k8s
 
-# tests/operator/emulator.py (on sys.path once tests/faults/conftest.py loaded the harness)
-from draftgen_operator_harness import _KUBECONFIG
-from emulator import DraftgenEmulator, EmulatorThread
+from tests.operator.emulator import DraftgenEmulator, EmulatorThread
+from tests.operator.harness import _KUBECONFIG
 
 OPERATOR_AGENTS = ("kopf/", "draftgen-operator")
 

@@ -13,10 +13,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-TESTS = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(TESTS / "generator"))
 # The generator engineers' helpers (job files, prompt rows, reading records back).
-from gen_helpers import expected_ids, prompt_rows, records, rejects, write_job, write_jsonl  # noqa: E402,F401
+from tests.generator.gen_helpers import (expected_ids, prompt_rows, records, rejects,  # noqa: F401
+                                         write_job, write_jsonl)
 
 
 def generate_args(job: Path, server: str, out: Path) -> list[str]:

@@ -6,10 +6,11 @@ through kopf)."""
 from __future__ import annotations
 
 import pytest
-from draftgen_operator_harness import Cluster
 
 from draftgen.controller.kube import Kube
 from draftgen.controller.settings import OperatorSettings
+
+from tests.operator.harness import Cluster
 
 from .flaky_cluster import FlakyEmulatorThread
 from .test_operator_faults import _job

@@ -18,6 +18,8 @@ from draftgen.generator.inputs import iter_samples, open_tokenizer
 from draftgen.generator.samples import Reject, Sample
 from draftgen.spec import parse_job
 
+from tests.jobs import job_document
+
 THINK = 163606
 VOCAB = 163_840
 MAX_PROMPT = 2048
@@ -174,13 +176,10 @@ def contexts(kimi_like_tokenizer, tmp_path_factory):
     base = tmp_path_factory.mktemp("rows")
     out = {}
     for fmt in ROWS:
-        job = parse_job({"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-                         "metadata": {"name": "fuzz"}, "spec": {
-                             "model": {"weights": str(kimi_like_tokenizer),
-                                       "chatTemplateKwargs": {"thinking": True},
-                                       "generationPrefix": "<think>",
-                                       "specialTokens": ["<think>", "</think>"]},
-                             "datasets": [{"name": "d", "source": f"{fmt}.jsonl", "format": fmt}]}})
+        job = parse_job(job_document(
+            "fuzz", model={"weights": str(kimi_like_tokenizer), "chatTemplateKwargs": {"thinking": True},
+                           "generationPrefix": "<think>", "specialTokens": ["<think>", "</think>"]},
+            datasets=[{"name": "d", "source": f"{fmt}.jsonl", "format": fmt}]))
         (base / f"{fmt}.jsonl").write_text('{"prompt": "warm-up"}\n')
         ctx = open_tokenizer(job, base, workers=0).__enter__()
         # The first tool-bearing and prefix-checked rows are strict (refusal to start): pass

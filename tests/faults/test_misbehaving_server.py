@@ -15,18 +15,19 @@ from draftgen.generator.run import Runner, Settings
 from draftgen.generator.samples import Sample
 from draftgen.spec import parse_job
 
+from tests.jobs import job_document
+
 from .misbehaving import Misbehaving
 
 SAMPLES = 3
 
 
 def _job(retries: int, timeout: float):
-    return parse_job({"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-                      "metadata": {"name": "faulty"}, "spec": {
-                          "model": {"weights": "/nonexistent/model"},
-                          "sampling": {"maxNewTokens": 8, "temperature": 0.0},
-                          "generator": {"retries": retries, "requestTimeoutSeconds": timeout},
-                          "datasets": [{"name": "d", "source": "unused.jsonl", "format": "prompt"}]}})
+    return parse_job(job_document(
+        "faulty", model={"weights": "/nonexistent/model"},
+        sampling={"maxNewTokens": 8, "temperature": 0.0},
+        generator={"retries": retries, "requestTimeoutSeconds": timeout},
+        datasets=[{"name": "d", "source": "unused.jsonl", "format": "prompt"}]))
 
 
 def _source(dataset, skip, max_prompt):

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from draftgen_operator_harness import (APPS, BATCH, CORE, Cluster, example_job, running_operator,
-                                       wait_for)
+
+from tests.operator.harness import (APPS, BATCH, CORE, Cluster, example_job, running_operator,
+                                    wait_for)
 
 from .flaky_cluster import OPERATOR_AGENTS, FlakyEmulatorThread
 

@@ -9,11 +9,12 @@ import random
 from typing import Any
 
 import pytest
-from draftgen_operator_harness import Cluster, example_job
 
 from draftgen.controller.kube import Kube, KubeError
 from draftgen.controller.reconcile import JobRef, Reconciler
 from draftgen.controller.settings import OperatorSettings
+
+from tests.operator.harness import Cluster, example_job
 
 from .flaky_cluster import FlakyEmulatorThread
 from .test_operator_faults import _final_state, _job, _settled, _world

@@ -12,19 +12,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from draftgen_operator_harness import Cluster, example_job, free_port, running_operator, wait_for
 
 from draftgen.controller import rbac
 from draftgen.controller.render import render_all
 from draftgen.controller.settings import OperatorSettings
 from draftgen.spec import SpecError, load_job, parse_job
 
+from tests.chart.rendering import render as render_chart
+from tests.operator.harness import Cluster, example_job, free_port, running_operator, wait_for
+
 from .flaky_cluster import OPERATOR_AGENTS, FlakyEmulatorThread
 
-TESTS = Path(__file__).resolve().parent.parent
-REPO = TESTS.parent
-sys.path.insert(0, str(TESTS))
-from chart.rendering import render as render_chart  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 TOKEN = "hf_CANARYtokenDoNotLeak0123456789"
 WORKLOADS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "Pod")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
+from tests.jobs import job_document, write_job_yaml
 
 KIMI_SPECIAL_TOKENS = ["<think>", "</think>", "<|im_end|>", "<|tool_calls_section_begin|>",
                        "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"]
@@ -43,20 +43,11 @@ def write_job(directory: Path, model: Path, datasets: list[dict], *, sampling: d
     spec_model = {"weights": str(model), "chatTemplateKwargs": {"thinking": True},
                   "specialTokens": KIMI_SPECIAL_TOKENS, "generationPrefix": "<think>"}
     spec_model.update(model_extra or {})
-    job = {
-        "apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-        "metadata": {"name": "test"},
-        "spec": {
-            "model": spec_model,
-            "server": {"tensorParallelSize": 1},
-            "sampling": {"temperature": 0.0, "maxNewTokens": 12, **(sampling or {})},
-            "generator": {"tokenizerWorkers": 1, "retries": 2, **(generator or {})},
-            "datasets": datasets,
-        },
-    }
-    path = directory / "job.yaml"
-    path.write_text(yaml.safe_dump(job, sort_keys=False))
-    return path
+    return write_job_yaml(directory / "job.yaml", job_document(
+        "test", model=spec_model, server={"tensorParallelSize": 1},
+        sampling={"temperature": 0.0, "maxNewTokens": 12, **(sampling or {})},
+        generator={"tokenizerWorkers": 1, "retries": 2, **(generator or {})},
+        datasets=datasets))
 
 
 def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):

@@ -7,7 +7,7 @@ import json
 
 import httpx
 import pytest
-from gen_helpers import (THINK, WEATHER_TOOL, cli, prompt_rows, records, rejects, run_inprocess,
+from .gen_helpers import (THINK, WEATHER_TOOL, cli, prompt_rows, records, rejects, run_inprocess,
                          write_job, write_jsonl)
 
 pytestmark = pytest.mark.sglang

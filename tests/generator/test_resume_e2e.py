@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from gen_helpers import cli, expected_ids, prompt_rows, records, write_job, write_jsonl
+from .gen_helpers import cli, expected_ids, prompt_rows, records, write_job, write_jsonl
 
 pytestmark = pytest.mark.sglang
 

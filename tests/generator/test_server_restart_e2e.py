@@ -7,7 +7,7 @@ import time
 from collections import Counter
 
 import pytest
-from gen_helpers import cli, expected_ids, prompt_rows, records, write_job, write_jsonl
+from .gen_helpers import cli, expected_ids, prompt_rows, records, write_job, write_jsonl
 
 pytestmark = pytest.mark.sglang
 

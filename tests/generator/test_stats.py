@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from draftgen.cli import main
-from gen_helpers import write_jsonl
+from .gen_helpers import write_jsonl
 
 
 def _native(i, completion, finish="stop"):

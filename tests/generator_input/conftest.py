@@ -12,6 +12,8 @@ from draftgen.generator.inputs import iter_samples, open_tokenizer
 from draftgen.generator.samples import Reject, Sample
 from draftgen.spec import parse_job
 
+from tests.jobs import job_document
+
 from .tokenizer_fixture import DROPS_TOOLS, KIMI_LIKE, build_tokenizer
 
 KIMI_SPECIALS = ["<think>", "</think>", "<|im_end|>", "<|tool_calls_section_begin|>",
@@ -32,9 +34,7 @@ def make_job(tokenizer: Path | str, datasets: list[dict[str, Any]], **model: Any
     spec_model = {"weights": str(tokenizer), "chatTemplateKwargs": {"thinking": True},
                   "specialTokens": KIMI_SPECIALS, "generationPrefix": "<think>"}
     spec_model.update(model)
-    return parse_job({"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-                      "metadata": {"name": "t"},
-                      "spec": {"model": spec_model, "datasets": datasets}})
+    return parse_job(job_document("t", model=spec_model, datasets=datasets))
 
 
 def write_jsonl(path: Path, rows: list[Any]) -> Path:

@@ -22,6 +22,8 @@ from draftgen.generator.inputs import iter_samples, open_tokenizer
 from draftgen.generator.samples import Sample
 from draftgen.spec import load_job, parse_job
 
+from tests.jobs import job_document
+
 REPO = Path(__file__).resolve().parents[2]
 TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
 WORDS = ("the model reads every token of the prompt and answers with reasoning first then code "
@@ -59,9 +61,8 @@ def main(n: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = rows(n)
         Path(tmp, "d.jsonl").write_text("\n".join(json.dumps(r) for r in data) + "\n")
-        job = parse_job({"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-                         "metadata": {"name": "m"}, "spec": {
-                             "model": model, "datasets": [{"name": "d", "source": "d.jsonl", "format": "messages"}]}})
+        job = parse_job(job_document(
+            "m", model=model, datasets=[{"name": "d", "source": "d.jsonl", "format": "messages"}]))
         ds = job.spec.datasets[0]
         # what an idle pool costs (process start, imports, tokenizer load), to subtract below
         c0 = cpu(resource.RUSAGE_CHILDREN)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import httpx
-from conftest import Cluster, example_job, free_port, wait_for
+from .harness import Cluster, example_job, free_port, wait_for
 
 
 def test_operator_command_serves_liveness_and_metrics_and_handles_jobs(cluster: Cluster) -> None:
@@ -36,7 +36,7 @@ def test_operator_command_serves_liveness_and_metrics_and_handles_jobs(cluster: 
 
 
 def test_render_prints_what_the_operator_would_create_or_why_not(tmp_path) -> None:
-    from conftest import REPO
+    from .harness import REPO
 
     ok = subprocess.run([sys.executable, "-m", "draftgen.cli", "operator", "--render",
                          str(REPO / "examples" / "kimi-k2.5.yaml")],

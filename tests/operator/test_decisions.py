@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import REPO
+from .harness import REPO
 from prometheus_client import generate_latest
 
 from draftgen.controller.observe import job_outcome, server_health

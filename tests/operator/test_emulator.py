@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import APPS, Cluster
+from .harness import APPS, Cluster
 
 
 def _deployment(name: str, labels: dict) -> dict:

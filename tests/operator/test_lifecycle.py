@@ -5,7 +5,7 @@ success → server torn down; and deletion cleans up everything."""
 from __future__ import annotations
 
 import yaml
-from conftest import Cluster, example_job, free_port, wait_for
+from .harness import Cluster, example_job, free_port, wait_for
 from prometheus_client import start_http_server
 
 from draftgen.controller import rbac

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 import pytest
-from conftest import REPO
+from tests.conftest import REPO
 
 from draftgen.controller import phases
 from draftgen.controller.phases import TRANSITIONS, Event, UndeclaredTransition, next_phase

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit as URL
 
 import httpx
 import pytest
-from conftest import Cluster, example_job, wait_for
+from .harness import Cluster, example_job, wait_for
 
 from draftgen.controller.progress import server_kv_capacity
 

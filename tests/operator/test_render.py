@@ -8,7 +8,7 @@ import copy
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import REPO
+from .harness import REPO
 
 from draftgen.controller import names
 from draftgen.controller.render import render_all

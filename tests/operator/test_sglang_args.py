@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 import yaml
-from conftest import REPO
+from .harness import REPO
 
 from draftgen.controller.render import render_all
 

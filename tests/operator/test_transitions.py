@@ -4,7 +4,7 @@ specs, and failures a person must act on — kopf against the Kubernetes emulato
 from __future__ import annotations
 
 import yaml
-from conftest import APPS, Cluster, example_job, running_operator, wait_for
+from .harness import APPS, Cluster, example_job, running_operator, wait_for
 
 
 def _start_generating(cluster: Cluster, name: str = "kimi") -> None:

@@ -8,7 +8,7 @@ import dataclasses
 import uuid
 
 import httpx
-from conftest import Cluster, example_job, free_port, running_operator, wait_for
+from .harness import Cluster, example_job, free_port, running_operator, wait_for
 
 from draftgen.controller.handlers import state
 

@@ -11,6 +11,8 @@ from draftgen.plan import plan_status
 from draftgen.plan.planner import PlanInputs, build_plan
 from draftgen.spec import load_job
 
+from tests.jobs import job_document, write_job_yaml
+
 from .conftest import KIMI_START_LOG
 
 
@@ -105,11 +107,11 @@ def test_estimate_from_gpu_memory_for_a_gqa_model(capsys, tmp_path):
         "num_attention_heads": 32, "num_key_value_heads": 8, "torch_dtype": "bfloat16"}))
     (tmp_path / "weights" / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"total_size": 16_060_522_496}}))
-    (tmp_path / "job.yaml").write_text(
-        "apiVersion: draftgen.io/v1alpha1\nkind: GenerationJob\nmetadata: {name: llama}\n"
-        "spec:\n  model: {weights: weights}\n  server: {tensorParallelSize: 1}\n"
-        "  datasets: [{name: chat, source: c.jsonl, format: messages, "
-        "budget: {maxSamples: 1000}, expected: {promptTokens: 500, completionTokens: 1500}}]\n")
+    write_job_yaml(tmp_path / "job.yaml", job_document(
+        "llama", model={"weights": "weights"}, server={"tensorParallelSize": 1},
+        datasets=[{"name": "chat", "source": "c.jsonl", "format": "messages",
+                   "budget": {"maxSamples": 1000},
+                   "expected": {"promptTokens": 500, "completionTokens": 1500}}]))
     code, out, err = _plan(capsys, "--job", str(tmp_path / "job.yaml"), "--gpu-memory-gib", "79.2",
                            "--decode-tokens-per-second", "40", "--json")
     assert code == 0, err

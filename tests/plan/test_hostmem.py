@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from draftgen.plan.hostmem import check_host_memory
+from draftgen.spec.hostmem import check_host_memory
 from draftgen.spec import SpecError, parse_spec
 
 

@@ -8,15 +8,10 @@ import pytest
 
 from draftgen.spec import SpecError, parse_job
 
-BASE = {
-    "apiVersion": "draftgen.io/v1alpha1",
-    "kind": "GenerationJob",
-    "metadata": {"name": "job"},
-    "spec": {
-        "model": {"weights": "/models/m"},
-        "datasets": [{"name": "chat", "source": "chat.jsonl", "format": "messages"}],
-    },
-}
+from tests.jobs import job_document
+
+BASE = job_document("job", model={"weights": "/models/m"},
+                    datasets=[{"name": "chat", "source": "chat.jsonl", "format": "messages"}])
 
 
 def with_(path: str, value):

@@ -2,7 +2,7 @@
 rank**, so a node gives `sizeGBPerRank × tensorParallelSize` (8 × 300 GB once took a 449 GB host
 down). The one place this rule lives: the spec's validation calls `check_host_memory` too.
 
-Pure: imports nothing from the rest of draftgen, so `draftgen.spec` can use it.
+Part of the spec (its validation is the rule's first user); the planner imports it from here.
 """
 
 from __future__ import annotations
