@@ -20,21 +20,34 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import TINY_KIMI, TINY_KIMI_MODEL, job_document  # noqa: E402
-
+from common import TINY_KIMI, TINY_KIMI_MODEL, job_document
 
 
 def _write_inputs(directory: Path, rows: int, args: argparse.Namespace) -> Path:
     with open(directory / "prompts.jsonl", "w") as f:
         for i in range(rows):
-            f.write(json.dumps({"id": f"p{i}", "prompt": f"Question {i}: explain topic {i % 97}."}) + "\n")
+            f.write(
+                json.dumps({"id": f"p{i}", "prompt": f"Question {i}: explain topic {i % 97}."})
+                + "\n"
+            )
     job = job_document(
-        "bench", model=TINY_KIMI_MODEL,
+        "bench",
+        model=TINY_KIMI_MODEL,
         sampling={"temperature": 1.0, "maxNewTokens": args.max_new_tokens, "seed": 1},
-        generator={"concurrency": {"mode": "fixed", "maxRequests": args.in_flight},
-                   "onBudgetMet": "finish", "tokenizerWorkers": 1},
-        datasets=[{"name": "p", "source": "prompts.jsonl", "format": "prompt",
-                   "budget": {"completionTokens": args.budget}}])
+        generator={
+            "concurrency": {"mode": "fixed", "maxRequests": args.in_flight},
+            "onBudgetMet": "finish",
+            "tokenizerWorkers": 1,
+        },
+        datasets=[
+            {
+                "name": "p",
+                "source": "prompts.jsonl",
+                "format": "prompt",
+                "budget": {"completionTokens": args.budget},
+            }
+        ],
+    )
     path = directory / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     return path
@@ -47,12 +60,20 @@ async def _run(job_path: Path, url: str, out: Path) -> tuple[object, int]:
 
     job = load_job(job_path)
     with open_tokenizer(job, job_path.parent) as ctx:
-        def source(ds, skip, max_prompt):
-            return iter_samples(job, ds, base_dir=job_path.parent, tokenizer_ctx=ctx,
-                                skip_ids=skip, max_prompt_tokens=max_prompt)
 
-        runner = Runner(job, Settings(servers=[url], output=out, live_progress=False), source,
-                        ctx.tokenizer)
+        def source(ds, skip, max_prompt):
+            return iter_samples(
+                job,
+                ds,
+                base_dir=job_path.parent,
+                tokenizer_ctx=ctx,
+                skip_ids=skip,
+                max_prompt_tokens=max_prompt,
+            )
+
+        runner = Runner(
+            job, Settings(servers=[url], output=out, live_progress=False), source, ctx.tokenizer
+        )
         peak = 0
 
         async def watch():
@@ -95,11 +116,15 @@ def main() -> None:
             if server is not None:
                 server.stop()
     over = ledger.completion_tokens - args.budget
-    print(f"budget {args.budget} completion tokens, maxNewTokens {args.max_new_tokens}, "
-          f"fixed {args.in_flight} in flight (peak seen {peak})")
-    print(f"written {ledger.completion_tokens} in {ledger.samples} samples: "
-          f"{'over' if over >= 0 else 'under'} by {abs(over)} ({100 * over / args.budget:+.2f} %), "
-          f"truncated {100 * ledger.truncation_rate:.1f} %, {ledger.completion_tokens / seconds:.0f} tok/s")
+    print(
+        f"budget {args.budget} completion tokens, maxNewTokens {args.max_new_tokens}, "
+        f"fixed {args.in_flight} in flight (peak seen {peak})"
+    )
+    print(
+        f"written {ledger.completion_tokens} in {ledger.samples} samples: "
+        f"{'over' if over >= 0 else 'under'} by {abs(over)} ({100 * over / args.budget:+.2f} %), "
+        f"truncated {100 * ledger.truncation_rate:.1f} %, {ledger.completion_tokens / seconds:.0f} tok/s"
+    )
 
 
 if __name__ == "__main__":

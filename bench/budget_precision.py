@@ -38,10 +38,10 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import BENCH_DIR, Goal, Result, job_document  # noqa: E402
+from common import BENCH_DIR, Goal, Result, job_document
 
 MAX_NEW = 8192
-MU, SIGMA = math.log(1000) - 1.2 ** 2 / 2, 1.2  # lognormal with mean 1,000
+MU, SIGMA = math.log(1000) - 1.2**2 / 2, 1.2  # lognormal with mean 1,000
 REQUESTS_PER_SECOND = 400  # time scale: a mean request lasts in_flight / this many seconds
 
 
@@ -86,9 +86,14 @@ class SimulatedServer(httpx.AsyncBaseTransport):
         if path in ("/health_generate", "/health"):
             return httpx.Response(200, text="")
         if path in ("/get_server_info", "/server_info"):
-            return httpx.Response(200, json={"max_total_num_tokens": 10**9,
-                                             "max_running_requests": 10**6,
-                                             "max_req_input_len": 10**6})
+            return httpx.Response(
+                200,
+                json={
+                    "max_total_num_tokens": 10**9,
+                    "max_running_requests": 10**6,
+                    "max_req_input_len": 10**6,
+                },
+            )
         return httpx.Response(404, json={"detail": "Not Found"})
 
     async def _generate(self, body: dict) -> httpx.Response:
@@ -106,23 +111,43 @@ class SimulatedServer(httpx.AsyncBaseTransport):
             self.wasted += produced
             finish = {"type": "abort", "message": "aborted by request"}
             out = [7] * produced
-        except asyncio.TimeoutError:
-            finish = ({"type": "length", "length": max_new} if length >= max_new else
-                      {"type": "stop", "matched": 163586})
+        except TimeoutError:
+            finish = (
+                {"type": "length", "length": max_new}
+                if length >= max_new
+                else {"type": "stop", "matched": 163586}
+            )
             out = [7] * length
         finally:
             self.in_flight -= 1
             self.flights.pop(rid, None)
             if self.log is not None:
                 self.log.append((start, time.monotonic(), length))
-        return httpx.Response(200, json={"output_ids": out, "meta_info": {
-            "id": rid, "finish_reason": finish, "prompt_tokens": 16,
-            "completion_tokens": len(out), "cached_tokens": 0,
-            "e2e_latency": time.monotonic() - start}})
+        return httpx.Response(
+            200,
+            json={
+                "output_ids": out,
+                "meta_info": {
+                    "id": rid,
+                    "finish_reason": finish,
+                    "prompt_tokens": 16,
+                    "completion_tokens": len(out),
+                    "cached_tokens": 0,
+                    "e2e_latency": time.monotonic() - start,
+                },
+            },
+        )
 
 
-def run_draftgen(budget: int, in_flight: int, policy: str, seed: int, mean: float, work: Path,
-                 diagnose: bool = False) -> dict:
+def run_draftgen(
+    budget: int,
+    in_flight: int,
+    policy: str,
+    seed: int,
+    mean: float,
+    work: Path,
+    diagnose: bool = False,
+) -> dict:
     """One `Runner` run against the simulated server; the dataset's ledger figures. With
     `diagnose`, also what admission believed at its last admission against the truth."""
     import draftgen.generator.run as run_module
@@ -130,12 +155,25 @@ def run_draftgen(budget: int, in_flight: int, policy: str, seed: int, mean: floa
     from draftgen.generator.samples import Sample
     from draftgen.spec import parse_job
 
-    job = parse_job(job_document(
-        "budget", model={"weights": "unused"}, sampling={"maxNewTokens": MAX_NEW},
-        generator={"concurrency": {"mode": "fixed", "maxRequests": in_flight},
-                   "onBudgetMet": policy},
-        datasets=[{"name": "d", "source": "unused", "format": "prompt",
-                   "budget": {"completionTokens": budget}}]))
+    job = parse_job(
+        job_document(
+            "budget",
+            model={"weights": "unused"},
+            sampling={"maxNewTokens": MAX_NEW},
+            generator={
+                "concurrency": {"mode": "fixed", "maxRequests": in_flight},
+                "onBudgetMet": policy,
+            },
+            datasets=[
+                {
+                    "name": "d",
+                    "source": "unused",
+                    "format": "prompt",
+                    "budget": {"completionTokens": budget},
+                }
+            ],
+        )
+    )
 
     def source(dataset, skip, max_prompt):
         for i in range(10 * budget // int(mean) + 10 * in_flight):
@@ -145,21 +183,32 @@ def run_draftgen(budget: int, in_flight: int, policy: str, seed: int, mean: floa
     speed = mean * REQUESTS_PER_SECOND / in_flight
     server = SimulatedServer(seed, speed)
     out = work / f"{budget}-{in_flight}-{policy}-{seed}"
-    settings = Settings(servers=["http://simulated"], output=out, live_progress=False,
-                        health_timeout=10, transport=server)
+    settings = Settings(
+        servers=["http://simulated"],
+        output=out,
+        live_progress=False,
+        health_timeout=10,
+        transport=server,
+    )
     last: dict = {}
     original = run_module.budget_admits
     if diagnose:  # observe admission's inputs without changing its decisions
+
         def observed(**kw):
             ok = original(**kw)
             if ok and kw["budget"] is not None:
                 model, flying = kw["model"], kw["in_flight"]
                 estimate = model.estimate(flying)
-                last.update(t=time.monotonic(), done=kw["done"], n=len(flying),
-                            predicted=float(estimate.moments(flying)[0].sum()),
-                            model_mean=float(estimate.moments([0.0])[0][0]),
-                            observed=model.count)
+                last.update(
+                    t=time.monotonic(),
+                    done=kw["done"],
+                    n=len(flying),
+                    predicted=float(estimate.moments(flying)[0].sum()),
+                    model_mean=float(estimate.moments([0.0])[0][0]),
+                    observed=model.count,
+                )
             return ok
+
         run_module.budget_admits = observed
         server.log = []
     t0 = time.monotonic()
@@ -172,10 +221,15 @@ def run_draftgen(budget: int, in_flight: int, policy: str, seed: int, mean: floa
     if diagnose and last:
         flying = [x for x in server.log if x[0] <= last["t"] < x[1]]
         last["true_final"] = sum(x[2] for x in flying)
-    return {"diagnosis": last, "done": ledger.completion_tokens, "samples": ledger.samples,
-            "over": 100.0 * (ledger.completion_tokens - budget) / budget,
-            "wasted": 100.0 * server.wasted / budget, "max_in_flight": server.max_in_flight,
-            "seconds": seconds}
+    return {
+        "diagnosis": last,
+        "done": ledger.completion_tokens,
+        "samples": ledger.samples,
+        "over": 100.0 * (ledger.completion_tokens - budget) / budget,
+        "wasted": 100.0 * server.wasted / budget,
+        "max_in_flight": server.max_in_flight,
+        "seconds": seconds,
+    }
 
 
 def sample_cap_overshoot(budget: int, trials: int, seed: int) -> tuple[float, float, float]:
@@ -189,8 +243,11 @@ def sample_cap_overshoot(budget: int, trials: int, seed: int) -> tuple[float, fl
         total = sum(draw_length(rng) for _ in range(cap))
         errors.append(100.0 * (total - budget) / budget)
     errors.sort()
-    return (errors[len(errors) // 2], errors[int(0.05 * len(errors))],
-            errors[int(0.95 * len(errors)) - 1])
+    return (
+        errors[len(errors) // 2],
+        errors[int(0.05 * len(errors))],
+        errors[int(0.95 * len(errors)) - 1],
+    )
 
 
 def main() -> None:
@@ -198,19 +255,31 @@ def main() -> None:
     parser.add_argument("--budgets", default="20000,100000,1000000")
     parser.add_argument("--in-flight", default="16,64,256")
     parser.add_argument("--policies", default="finish,abort")
-    parser.add_argument("--seeds", type=int, default=0,
-                        help="runs per cell (default: 2 below 500k tokens, 1 above)")
+    parser.add_argument(
+        "--seeds", type=int, default=0, help="runs per cell (default: 2 below 500k tokens, 1 above)"
+    )
     parser.add_argument("--cap-trials", type=int, default=100)
     args = parser.parse_args()
     budgets = [int(x) for x in args.budgets.split(",")]
     flights = [int(x) for x in args.in_flight.split(",")]
     policies = args.policies.split(",")
     logging.disable(logging.WARNING)
-    res = Result("budget_precision",
-                 "Budget precision: completion-token overshoot, % of the budget (simulated server)",
-                 ["budget", "in flight", "policy", "samples", "overshoot % (worst)",
-                  "overshoot % (mean)", "aborted work %", "peak in flight", "sample cap: median %",
-                  "sample cap: 5–95 %"])
+    res = Result(
+        "budget_precision",
+        "Budget precision: completion-token overshoot, % of the budget (simulated server)",
+        [
+            "budget",
+            "in flight",
+            "policy",
+            "samples",
+            "overshoot % (worst)",
+            "overshoot % (mean)",
+            "aborted work %",
+            "peak in flight",
+            "sample cap: median %",
+            "sample cap: 5–95 %",
+        ],
+    )
     mean = true_mean()
     work = BENCH_DIR / "budget-precision"
     shutil.rmtree(work, ignore_errors=True)
@@ -230,11 +299,20 @@ def main() -> None:
                     worst_cell = (budget, c, policy, over.index(max(over)))
                 elif peak < 64:
                     worst_small = max(worst_small, max(over))
-                res.rows.append([budget, c, policy, round(statistics.fmean(r["samples"] for r in runs)),
-                                 round(max(over), 3), round(statistics.fmean(over), 3),
-                                 round(statistics.fmean(r["wasted"] for r in runs), 2),
-                                 max(r["max_in_flight"] for r in runs),
-                                 round(cap[0], 2), f"{cap[1]:+.1f} … {cap[2]:+.1f}"])
+                res.rows.append(
+                    [
+                        budget,
+                        c,
+                        policy,
+                        round(statistics.fmean(r["samples"] for r in runs)),
+                        round(max(over), 3),
+                        round(statistics.fmean(over), 3),
+                        round(statistics.fmean(r["wasted"] for r in runs), 2),
+                        max(r["max_in_flight"] for r in runs),
+                        round(cap[0], 2),
+                        f"{cap[1]:+.1f} … {cap[2]:+.1f}",
+                    ]
+                )
                 print(res.rows[-1], flush=True)
     why = ""
     if worst_64 > 1.0 and worst_cell is not None:
@@ -242,20 +320,27 @@ def main() -> None:
         d = run_draftgen(budget, c, "finish", seed, mean, work, diagnose=True)
         g = d["diagnosis"]
         if g:
-            why = (f"re-run of {budget:,} tokens / {c} in flight / finish with admission observed: at "
-                   f"its last admission {g['done']:,} tokens were written and {g['n']} requests in "
-                   f"flight, whose final lengths it predicted to sum to {g['predicted']:,.0f}; they "
-                   f"summed to {g['true_final']:,} ({100 * (g['true_final'] / max(1, g['predicted']) - 1):+.0f} %). "
-                   f"Its length model had seen {g['observed']} completions with a mean of "
-                   f"{g['model_mean']:,.0f} against the distribution's {mean:,.0f}: the long "
-                   "requests are the ones still in flight, so the completed ones under-represent "
-                   "the tail (length-biased sampling) and every conditional mean is too low. It "
-                   "matters when the requests in flight are a large share of the dataset "
-                   f"({c} of ~{budget / mean:,.0f} here); this re-run overshot {d['over']:.2f} %")
+            why = (
+                f"re-run of {budget:,} tokens / {c} in flight / finish with admission observed: at "
+                f"its last admission {g['done']:,} tokens were written and {g['n']} requests in "
+                f"flight, whose final lengths it predicted to sum to {g['predicted']:,.0f}; they "
+                f"summed to {g['true_final']:,} ({100 * (g['true_final'] / max(1, g['predicted']) - 1):+.0f} %). "
+                f"Its length model had seen {g['observed']} completions with a mean of "
+                f"{g['model_mean']:,.0f} against the distribution's {mean:,.0f}: the long "
+                "requests are the ones still in flight, so the completed ones under-represent "
+                "the tail (length-biased sampling) and every conditional mean is too low. It "
+                "matters when the requests in flight are a large share of the dataset "
+                f"({c} of ~{budget / mean:,.0f} here); this re-run overshot {d['over']:.2f} %"
+            )
     shutil.rmtree(work, ignore_errors=True)
-    res.goals.append(Goal("overshoot ≤ 1 % of the budget at 64+ requests in flight",
-                          f"worst {worst_64:.2f} % (runs that really had 64+ in flight)",
-                          worst_64 <= 1.0, why))
+    res.goals.append(
+        Goal(
+            "overshoot ≤ 1 % of the budget at 64+ requests in flight",
+            f"worst {worst_64:.2f} % (runs that really had 64+ in flight)",
+            worst_64 <= 1.0,
+            why,
+        )
+    )
     if worst_small > float("-inf"):
         res.notes.append(
             f"Runs that never reached 64 in flight (small budgets: admission holds back when a "
@@ -263,19 +348,22 @@ def main() -> None:
             "else in flight one more sample is admitted while it is at least as likely to fit as "
             f"not, so a dataset can end up to one sample over — and one sample of this heavy tail "
             f"can be {MAX_NEW:,} tokens, {100 * MAX_NEW / min(budgets):.0f} % of a "
-            f"{min(budgets):,}-token budget.")
+            f"{min(budgets):,}-token budget."
+        )
     res.notes.append(
         f"Completion lengths: lognormal, mean {mean:,.0f} tokens (sigma {SIGMA}), capped at "
         f"maxNewTokens {MAX_NEW:,}. The simulated server is a benchmark harness plugged in as the "
         "generator's httpx transport; everything else is draftgen's own code (Runner, admission, "
-        "client, writer, ledger). `fixed` concurrency at the given number of requests in flight.")
+        "client, writer, ledger). `fixed` concurrency at the given number of requests in flight."
+    )
     res.notes.append(
         "overshoot: completion tokens written minus the budget, in % of the budget (negative: the "
         "dataset closed below it, because less than one likely sample was left). aborted work: "
         "tokens the server generated for requests aborted once the budget was met (`abort` only). "
         "sample cap: maxSamples = budget ÷ the mean of a 64-sample pilot, the overshoot over "
         f"{args.cap_trials} trials — what a sample count gives even with a fair estimate of the "
-        "mean (field-facts lesson 3: 2.6× over when the estimate came from another dataset).")
+        "mean (field-facts lesson 3: 2.6× over when the estimate came from another dataset)."
+    )
     res.save()
 
 

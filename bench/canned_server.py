@@ -23,26 +23,53 @@ def canned_generation(output_tokens: int, seed: int = 0) -> bytes:
     rng = random.Random(seed)
     ids = [rng.randrange(1000, 163_839) for _ in range(output_tokens - 1)] + [163_586]
     text = "".join(rng.choice("abcdefghij klmnop\nqrstuvwxyz") for _ in range(4 * output_tokens))
-    body = {"text": text, "output_ids": ids, "meta_info": {
-        "id": "canned", "finish_reason": {"type": "stop", "matched": 163_586},
-        "prompt_tokens": 1000, "completion_tokens": output_tokens, "cached_tokens": 0,
-        "reasoning_tokens": 0, "num_retractions": 0, "e2e_latency": 0.001, "queue_time": 0.0,
-        "first_token_latency": 0.001, "decode_throughput": 1e6}}
+    body = {
+        "text": text,
+        "output_ids": ids,
+        "meta_info": {
+            "id": "canned",
+            "finish_reason": {"type": "stop", "matched": 163_586},
+            "prompt_tokens": 1000,
+            "completion_tokens": output_tokens,
+            "cached_tokens": 0,
+            "reasoning_tokens": 0,
+            "num_retractions": 0,
+            "e2e_latency": 0.001,
+            "queue_time": 0.0,
+            "first_token_latency": 0.001,
+            "decode_throughput": 1e6,
+        },
+    }
     return json.dumps(body).encode()
 
 
-SERVER_INFO = json.dumps({
-    "max_total_num_tokens": 100_000_000, "max_running_requests": 100_000,
-    "max_req_input_len": 1_000_000, "context_length": 1_000_000, "version": "canned",
-    "internal_states": [{"effective_max_running_requests_per_dp": 100_000}],
-}).encode()
-METRICS = (b"sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\nsglang:token_usage 0.0\n"
-           b"sglang:gen_throughput 0\n")
+SERVER_INFO = json.dumps(
+    {
+        "max_total_num_tokens": 100_000_000,
+        "max_running_requests": 100_000,
+        "max_req_input_len": 1_000_000,
+        "context_length": 1_000_000,
+        "version": "canned",
+        "internal_states": [{"effective_max_running_requests_per_dp": 100_000}],
+    }
+).encode()
+METRICS = (
+    b"sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\nsglang:token_usage 0.0\n"
+    b"sglang:gen_throughput 0\n"
+)
 
 
 def _response(status: str, body: bytes, ctype: bytes = b"application/json") -> bytes:
-    return (b"HTTP/1.1 " + status.encode() + b"\r\nContent-Type: " + ctype +
-            b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    return (
+        b"HTTP/1.1 "
+        + status.encode()
+        + b"\r\nContent-Type: "
+        + ctype
+        + b"\r\nContent-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
+    )
 
 
 class Handler:

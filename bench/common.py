@@ -17,10 +17,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / ".cache"
@@ -32,14 +33,21 @@ TINY_KIMI = MODELS / "tiny-kimi"
 SGLANG_PY = CACHE / "venv-sglang" / "bin" / "python"
 PY = CACHE / "venv" / "bin" / "python"
 # tiny-kimi as a job's `model`: Kimi-K2's template with its thinking prefix.
-TINY_KIMI_MODEL = {"weights": str(TINY_KIMI), "chatTemplateKwargs": {"thinking": True},
-                   "generationPrefix": "<think>"}
+TINY_KIMI_MODEL = {
+    "weights": str(TINY_KIMI),
+    "chatTemplateKwargs": {"thinking": True},
+    "generationPrefix": "<think>",
+}
 
 
 def job_document(name: str, **spec) -> dict:
     """A GenerationJob document named `name` with `spec` (one server of TP 1 unless given)."""
-    return {"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-            "metadata": {"name": name}, "spec": {"server": {"tensorParallelSize": 1}, **spec}}
+    return {
+        "apiVersion": "draftgen.io/v1alpha1",
+        "kind": "GenerationJob",
+        "metadata": {"name": name},
+        "spec": {"server": {"tensorParallelSize": 1}, **spec},
+    }
 
 
 def machine() -> dict[str, Any]:
@@ -53,13 +61,23 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
-                                capture_output=True, check=False).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            text=True,
+            capture_output=True,
+            check=False,
+        ).stdout.strip()
     except OSError:
         commit = ""
-    return {"nproc": os.cpu_count(), "loadavg": [round(x, 2) for x in os.getloadavg()],
-            "cpu": cpu, "python": platform.python_version(), "commit": commit,
-            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    return {
+        "nproc": os.cpu_count(),
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "commit": commit,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+    }
 
 
 def command_line() -> str:
@@ -114,9 +132,14 @@ class Result:
         RESULTS.mkdir(parents=True, exist_ok=True)
         path = RESULTS / f"{self.name}.json"
         data = {
-            "name": self.name, "title": self.title, "command": command_line(),
-            "columns": self.columns, "rows": self.rows, "extra_tables": self.extra_tables,
-            "goals": [g.__dict__ for g in self.goals], "notes": self.notes,
+            "name": self.name,
+            "title": self.title,
+            "command": command_line(),
+            "columns": self.columns,
+            "rows": self.rows,
+            "extra_tables": self.extra_tables,
+            "goals": [g.__dict__ for g in self.goals],
+            "notes": self.notes,
             "seconds": round(time.monotonic() - self.started, 1),
             "machine": {**self.machine_start, "loadavg_end": machine()["loadavg"]},
         }
@@ -156,6 +179,7 @@ def markdown_table(columns: list[str], rows: list[list[Any]]) -> str:
 
 # ---- a real SGLang server and what it reports -------------------------------------------------
 
+
 def sglang_available() -> str | None:
     """None when a real server can be started here, else what is missing (and the fix)."""
     if not SGLANG_PY.exists():
@@ -170,7 +194,9 @@ def sglang_available() -> str | None:
 
 
 @contextmanager
-def sglang_server(model: Path = TINY_KIMI, *, max_total_tokens: int, **kwargs: Any) -> Iterator[Any]:
+def sglang_server(
+    model: Path = TINY_KIMI, *, max_total_tokens: int, **kwargs: Any
+) -> Iterator[Any]:
     """A real SGLang CPU server (`draftgen.testing.sglang.SGLangServer`), stopped on exit."""
     from draftgen.testing.sglang import SGLangServer
 
@@ -202,7 +228,7 @@ class MetricsSampler:
         while not self._stop.is_set():
             try:
                 self.samples.append((time.time(), read_sglang_metrics(self.url)))
-            except Exception:  # noqa: BLE001 - a missed sample is only a missed sample
+            except Exception:
                 pass
             self._stop.wait(self.interval)
 
@@ -223,7 +249,9 @@ class MetricsSampler:
         w = self.window(start, end)
         if not w:
             return float("nan")
-        hits = sum(1 for v in w if v.get("num_queue_reqs", 0) > 0 or v.get("token_usage", 0) > usage)
+        hits = sum(
+            1 for v in w if v.get("num_queue_reqs", 0) > 0 or v.get("token_usage", 0) > usage
+        )
         return hits / len(w)
 
     def mean(self, name: str, start: float, end: float) -> float:

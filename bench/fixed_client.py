@@ -48,9 +48,16 @@ class RunResult:
         return max(t.done for t in self.timings)
 
 
-async def run_fixed(url: str, datasets: list[tuple[str, list[Request]]], *, concurrency: int,
-                    max_samples: int | None = None, temperature: float = 1.0,
-                    ignore_eos: bool = True, sampling: dict | None = None) -> RunResult:
+async def run_fixed(
+    url: str,
+    datasets: list[tuple[str, list[Request]]],
+    *,
+    concurrency: int,
+    max_samples: int | None = None,
+    temperature: float = 1.0,
+    ignore_eos: bool = True,
+    sampling: dict | None = None,
+) -> RunResult:
     """Each dataset in turn, `concurrency` requests in flight, at most `max_samples` requests
     per dataset; the next dataset starts when the previous one has fully drained. `sampling`:
     more sampling parameters for every request (e.g. stop ids)."""
@@ -71,10 +78,18 @@ async def run_fixed(url: str, datasets: list[tuple[str, list[Request]]], *, conc
                         return
                     sent = time.time()
                     try:
-                        rsp = await client.post("/generate", json={
-                            "input_ids": r.input_ids, "sampling_params": {
-                                "max_new_tokens": r.max_new_tokens, "temperature": temperature,
-                                "ignore_eos": ignore_eos, **(sampling or {})}})
+                        rsp = await client.post(
+                            "/generate",
+                            json={
+                                "input_ids": r.input_ids,
+                                "sampling_params": {
+                                    "max_new_tokens": r.max_new_tokens,
+                                    "temperature": temperature,
+                                    "ignore_eos": ignore_eos,
+                                    **(sampling or {}),
+                                },
+                            },
+                        )
                         rsp.raise_for_status()
                         n = len(rsp.json()["output_ids"])
                     except (httpx.HTTPError, KeyError, ValueError):

@@ -59,10 +59,17 @@ def drive(cluster, names: list[str], poll: float, timeout: float) -> None:
     while True:
         deployments = set(cluster.emu.stored("deployments", ns))
         jobs = set(cluster.emu.stored("jobs", ns))
-        succeeded = set(cluster.emu.stored(
-            "generationjobs", ns,
-            lambda o: o["metadata"]["name"] if (o.get("status") or {}).get("phase") == "Succeeded"
-            else None))
+        succeeded = set(
+            cluster.emu.stored(
+                "generationjobs",
+                ns,
+                lambda o: (
+                    o["metadata"]["name"]
+                    if (o.get("status") or {}).get("phase") == "Succeeded"
+                    else None
+                ),
+            )
+        )
         now = time.time()
         for n in names:
             if f"{n}-server-0" in deployments and n not in server_due:
@@ -79,15 +86,19 @@ def drive(cluster, names: list[str], poll: float, timeout: float) -> None:
         if not left:
             return
         if now > deadline:
-            raise SystemExit(f"timed out: {len(left)} jobs not Succeeded with the server torn "
-                             f"down, e.g. {left[:3]}")
+            raise SystemExit(
+                f"timed out: {len(left)} jobs not Succeeded with the server torn "
+                f"down, e.g. {left[:3]}"
+            )
         time.sleep(0.05)
 
 
 def step_times(requests: list[dict], names: list[str]) -> dict[str, dict[str, float]]:
     """When each change arrived at the API server, per job, from the emulator's request log."""
     out: dict[str, dict[str, float]] = collections.defaultdict(dict)
-    last_read: dict[str, float] = {}  # the operator's latest fresh read of the job (a reconcile starts)
+    last_read: dict[
+        str, float
+    ] = {}  # the operator's latest fresh read of the job (a reconcile starts)
     wanted = set(names)
 
     def first(job: str, key: str, t: float) -> None:
@@ -100,8 +111,11 @@ def step_times(requests: list[dict], names: list[str]) -> dict[str, dict[str, fl
         data = r["data"] if isinstance(r["data"], dict) else {}
         if plural == "generationjobs" and action == "create" and not by_operator:
             first(name, "created", t)
-        elif plural == "generationjobs" and action == "fetch" and \
-                r["agent"].startswith("draftgen-operator"):
+        elif (
+            plural == "generationjobs"
+            and action == "fetch"
+            and r["agent"].startswith("draftgen-operator")
+        ):
             last_read[name] = t
         elif plural == "deployments" and action == "create" and by_operator:
             first(name.removesuffix("-server-0"), "server", t)
@@ -113,8 +127,12 @@ def step_times(requests: list[dict], names: list[str]) -> dict[str, dict[str, fl
             first(job, "generator_reconcile", last_read.get(job, t))
         elif plural == "jobs" and r["subresource"] == "status" and not by_operator:
             first(name.removesuffix("-generator"), "finished", t)
-        elif plural == "generationjobs" and r["subresource"] == "status" and by_operator and \
-                (data.get("status") or {}).get("phase") == "Succeeded":
+        elif (
+            plural == "generationjobs"
+            and r["subresource"] == "status"
+            and by_operator
+            and (data.get("status") or {}).get("phase") == "Succeeded"
+        ):
             first(name, "succeeded", t)
             first(name, "succeeded_reconcile", last_read.get(name, t))
         elif plural == "deployments" and action == "delete" and by_operator:
@@ -125,21 +143,30 @@ def step_times(requests: list[dict], names: list[str]) -> dict[str, dict[str, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=50)
-    parser.add_argument("--poll", type=float, default=15.0, help="pollIntervalSeconds of the operator")
+    parser.add_argument(
+        "--poll", type=float, default=15.0, help="pollIntervalSeconds of the operator"
+    )
     args = parser.parse_args()
     # The test fixtures' settings, read when the handlers are first imported; then ours.
     from tests.operator.emulator import EmulatorThread
-    from tests.operator.harness import (_KUBECONFIG, Cluster, example_job, running_operator,
-                                        set_operator_test_env)
+    from tests.operator.harness import (
+        _KUBECONFIG,
+        Cluster,
+        example_job,
+        running_operator,
+        set_operator_test_env,
+    )
 
     set_operator_test_env()
 
     from draftgen.controller import metrics
 
     os.environ["DRAFTGEN_OPERATOR_POLL_INTERVAL_SECONDS"] = str(args.poll)
-    res = Result("operator_reconcile",
-                 f"Operator: {args.jobs} GenerationJobs reconciled at once (Kubernetes emulator)",
-                 ["step", "p50 s", "p95 s", "max s"])
+    res = Result(
+        "operator_reconcile",
+        f"Operator: {args.jobs} GenerationJobs reconciled at once (Kubernetes emulator)",
+        ["step", "p50 s", "p95 s", "max s"],
+    )
     emu = EmulatorThread(_KUBECONFIG.parent, kubeconfig=_KUBECONFIG).start()
     started = time.time()
     try:
@@ -160,35 +187,51 @@ def main() -> None:
     steps = [
         ("created → server Deployment (watch event)", "created", "server"),
         ("server ready → generator Job (next poll)", "ready", "generator"),
-        ("  of which the reconcile (its first request → the Job)", "generator_reconcile",
-         "generator"),
+        (
+            "  of which the reconcile (its first request → the Job)",
+            "generator_reconcile",
+            "generator",
+        ),
         ("generator complete → phase Succeeded (next poll)", "finished", "succeeded"),
-        ("  of which the reconcile (its first request → the status)", "succeeded_reconcile",
-         "succeeded"),
+        (
+            "  of which the reconcile (its first request → the status)",
+            "succeeded_reconcile",
+            "succeeded",
+        ),
         ("generator complete → server torn down", "finished", "torn"),
     ]
     for label, a, b in steps:
-        res.rows.append([label, *[round(x, 2) for x in
-                                  _quantiles([times[n][b] - times[n][a] for n in names])]])
+        res.rows.append(
+            [label, *[round(x, 2) for x in _quantiles([times[n][b] - times[n][a] for n in names])]]
+        )
 
     ours = [r for r in requests if r["agent"].startswith(OPERATOR_AGENTS)]
     by_verb = collections.Counter(r["action"] for r in ours)
     by_kind = collections.Counter(
         f"{r['action']} {r['plural']}{'/' + r['subresource'] if r['subresource'] else ''}"
-        for r in ours)
+        for r in ours
+    )
     per_job = len(ours) / args.jobs
-    res.add_table("Operator API requests per job (whole life; watches and lists shared)",
-                  ["request", "per job"],
-                  [[k, round(v / args.jobs, 2)] for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])]
-                  + [["all", round(per_job, 1)]])
+    res.add_table(
+        "Operator API requests per job (whole life; watches and lists shared)",
+        ["request", "per job"],
+        [[k, round(v / args.jobs, 2)] for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])]
+        + [["all", round(per_job, 1)]],
+    )
     histogram = "draftgen_operator_reconcile_duration_seconds"  # the operator's own metric
     count = metrics.REGISTRY.get_sample_value(f"{histogram}_count") or 0
     total = metrics.REGISTRY.get_sample_value(f"{histogram}_sum") or 0
     mean_ms = 1000 * total / count if count else float("nan")
-    res.goals.append(Goal("API requests per job and reconcile latency reported (no target set)",
-                          f"{per_job:.1f} requests per job; created → server p50 "
-                          f"{res.rows[0][1]:.2f} s; a reconcile takes {mean_ms:.0f} ms on "
-                          "average", None, "the issue sets no figure: this is a measurement"))
+    res.goals.append(
+        Goal(
+            "API requests per job and reconcile latency reported (no target set)",
+            f"{per_job:.1f} requests per job; created → server p50 "
+            f"{res.rows[0][1]:.2f} s; a reconcile takes {mean_ms:.0f} ms on "
+            "average",
+            None,
+            "the issue sets no figure: this is a measurement",
+        )
+    )
     res.notes.append(
         f"{args.jobs} jobs created back to back (examples/kimi-k2.5.yaml, two datasets each); "
         f"pollIntervalSeconds {args.poll:g}; each job's server readiness and generator "
@@ -197,9 +240,13 @@ def main() -> None:
         f"(p50 about half): that wait, not the operator's work, bounds those rows. The operator's "
         f"own histogram: {int(count)} reconciles, {mean_ms:.0f} ms each on average. "
         f"Whole run {wall:.0f} s. By verb: "
-        + ", ".join(f"{k} {v / args.jobs:.1f}" for k, v in by_verb.most_common()) + ".")
-    res.notes.append("The emulator, kopf and the operator share one Python process (and its "
-                     "GIL), as in the operator tests.")
+        + ", ".join(f"{k} {v / args.jobs:.1f}" for k, v in by_verb.most_common())
+        + "."
+    )
+    res.notes.append(
+        "The emulator, kopf and the operator share one Python process (and its "
+        "GIL), as in the operator tests."
+    )
     res.save()
 
 

@@ -27,20 +27,58 @@ import os
 os.environ["RAYON_NUM_THREADS"] = "1"  # before `tokenizers` is imported: per-core figures
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import shutil  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import BENCH_DIR, TINY_KIMI, TINY_KIMI_MODEL, Goal, Result, job_document  # noqa: E402
+from common import BENCH_DIR, TINY_KIMI, TINY_KIMI_MODEL, Goal, Result, job_document
 
-WORDS = ("def return class import the a data model token budget server queue cache prompt "
-         "answer reason because however python kernel graph batch decode memory layer vector "
-         "(x) {y}: [1, 2] == != -> 123 4.5 naïve café 東京 🙂").split()
+WORDS = [
+    "def",
+    "return",
+    "class",
+    "import",
+    "the",
+    "a",
+    "data",
+    "model",
+    "token",
+    "budget",
+    "server",
+    "queue",
+    "cache",
+    "prompt",
+    "answer",
+    "reason",
+    "because",
+    "however",
+    "python",
+    "kernel",
+    "graph",
+    "batch",
+    "decode",
+    "memory",
+    "layer",
+    "vector",
+    "(x)",
+    "{y}:",
+    "[1,",
+    "2]",
+    "==",
+    "!=",
+    "->",
+    "123",
+    "4.5",
+    "naïve",
+    "café",
+    "東京",
+    "🙂",
+]
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -58,8 +96,10 @@ def write_rows(path: Path, n: int, seed: int) -> None:
                 msgs.append({"role": "system", "content": _text(rng, rng.randint(5, 40))})
             for _ in range(rng.choice((1, 1, 2, 3))):
                 size = int(min(3000, rng.lognormvariate(4.5, 1.0)))
-                msgs += [{"role": "user", "content": _text(rng, size)},
-                         {"role": "assistant", "content": _text(rng, rng.randint(5, 200))}]
+                msgs += [
+                    {"role": "user", "content": _text(rng, size)},
+                    {"role": "assistant", "content": _text(rng, rng.randint(5, 200))},
+                ]
             msgs.pop()
             f.write(json.dumps({"id": f"r{i}", "messages": msgs}) + "\n")
 
@@ -67,10 +107,17 @@ def write_rows(path: Path, n: int, seed: int) -> None:
 def job_for(workdir: Path, workers: int):
     from draftgen.spec import parse_job
 
-    return parse_job(job_document(
-        "pretokenize", model=TINY_KIMI_MODEL, generator={"tokenizerWorkers": max(1, workers)},
-        datasets=[{"name": "warm", "source": "warm.jsonl", "format": "messages"},
-                  {"name": "main", "source": "main.jsonl", "format": "messages"}]))
+    return parse_job(
+        job_document(
+            "pretokenize",
+            model=TINY_KIMI_MODEL,
+            generator={"tokenizerWorkers": max(1, workers)},
+            datasets=[
+                {"name": "warm", "source": "warm.jsonl", "format": "messages"},
+                {"name": "main", "source": "main.jsonl", "format": "messages"},
+            ],
+        )
+    )
 
 
 def draftgen_rate(workdir: Path, workers: int) -> tuple[float, int, int]:
@@ -94,8 +141,10 @@ def draftgen_rate(workdir: Path, workers: int) -> tuple[float, int, int]:
 
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-ENCODE_METHODS = tuple(f"<method '{m}' of 'tokenizers.Tokenizer' objects>"
-                       for m in ("encode", "encode_batch", "encode_batch_fast"))
+ENCODE_METHODS = tuple(
+    f"<method '{m}' of 'tokenizers.Tokenizer' objects>"
+    for m in ("encode", "encode_batch", "encode_batch_fast")
+)
 
 
 def process_cpu(pid: int) -> float:
@@ -132,10 +181,12 @@ def profile_shares(workdir: Path) -> dict[str, float]:
     render = sum(v[3] for k, v in stats.items() if k[2] == "render_jinja_template")
     parse = sum(v[2] for k, v in stats.items() if k[2] == "raw_decode")
     total -= load  # the tokenizer load is start-up, not per prompt
-    return {"tokenizers encode (the bare work)": encode / total,
-            "chat template rendering (Jinja)": render / total,
-            "JSON parsing of rows": parse / total,
-            "the rest (ids, checks, hand-over, GC)": max(0.0, 1 - (encode + render + parse) / total)}
+    return {
+        "tokenizers encode (the bare work)": encode / total,
+        "chat template rendering (Jinja)": render / total,
+        "JSON parsing of rows": parse / total,
+        "the rest (ids, checks, hand-over, GC)": max(0.0, 1 - (encode + render + parse) / total),
+    }
 
 
 def main() -> None:
@@ -144,11 +195,20 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (best kept)")
     parser.add_argument("--max-workers", type=int, default=min(2, os.cpu_count() or 1))
     args = parser.parse_args()
-    res = Result("pretokenize", "Pre-tokenization: draftgen's input side vs the bare batch encode",
-                 ["path", "processes", "prompts", "prompts/s", "prompt tok/s", "÷ bare (1 core)"])
+    res = Result(
+        "pretokenize",
+        "Pre-tokenization: draftgen's input side vs the bare batch encode",
+        ["path", "processes", "prompts", "prompts/s", "prompt tok/s", "÷ bare (1 core)"],
+    )
     if not (TINY_KIMI / "tokenizer.json").exists():
-        res.goals.append(Goal("≥ 0.8 × bare rate per core", "not run", None,
-                              f"{TINY_KIMI} is missing: run `make models`"))
+        res.goals.append(
+            Goal(
+                "≥ 0.8 × bare rate per core",
+                "not run",
+                None,
+                f"{TINY_KIMI} is missing: run `make models`",
+            )
+        )
         res.save()
         return
     work = BENCH_DIR / "pretokenize"
@@ -163,8 +223,10 @@ def main() -> None:
     backend = tok.backend_tokenizer
     lines = (work / "main.jsonl").read_text().splitlines()
     rows = [json.loads(line)["messages"] for line in lines]
-    texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False, thinking=True)
-             for m in rows]
+    texts = [
+        tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False, thinking=True)
+        for m in rows
+    ]
     n = len(texts)
     tokens = sum(len(e.ids) for e in backend.encode_batch(texts, add_special_tokens=False))
 
@@ -183,8 +245,15 @@ def main() -> None:
             tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False, thinking=True)
 
     def bare_full() -> None:
-        full = [tok.apply_chat_template(json.loads(line)["messages"], add_generation_prompt=True,
-                                        tokenize=False, thinking=True) for line in lines]
+        full = [
+            tok.apply_chat_template(
+                json.loads(line)["messages"],
+                add_generation_prompt=True,
+                tokenize=False,
+                thinking=True,
+            )
+            for line in lines
+        ]
         backend.encode_batch(full, add_special_tokens=False)
 
     from draftgen.generator.inputs import iter_samples, open_tokenizer
@@ -194,27 +263,36 @@ def main() -> None:
     for w in worker_counts:  # every pool started and warmed up before any timing
         job = job_for(work, w)
         contexts[w] = (job, open_tokenizer(job, work, workers=w))
-        for _ in iter_samples(job, job.spec.datasets[0], base_dir=work, tokenizer_ctx=contexts[w][1]):
+        for _ in iter_samples(
+            job, job.spec.datasets[0], base_dir=work, tokenizer_ctx=contexts[w][1]
+        ):
             pass
 
     def through_draftgen(w: int):
         job, ctx = contexts[w]
 
         def run() -> None:
-            count = sum(1 for _ in iter_samples(job, job.spec.datasets[1], base_dir=work,
-                                                tokenizer_ctx=ctx))
+            count = sum(
+                1 for _ in iter_samples(job, job.spec.datasets[1], base_dir=work, tokenizer_ctx=ctx)
+            )
             assert count == n, (count, n)
+
         return run
 
-    paths = [("bare encode_batch of rendered text", "1 thread", bare_encode, []),
-             ("  encode one by one (same strings)", "1 thread", one_by_one, []),
-             ("  encode_batch_fast (same ids, no offsets)", "1 thread", batch_fast, []),
-             ("  rendering alone (chat template)", 1, render_only, []),
-             ("bare JSON parse + render + encode_batch", 1, bare_full, [])]
+    paths = [
+        ("bare encode_batch of rendered text", "1 thread", bare_encode, []),
+        ("  encode one by one (same strings)", "1 thread", one_by_one, []),
+        ("  encode_batch_fast (same ids, no offsets)", "1 thread", batch_fast, []),
+        ("  rendering alone (chat template)", 1, render_only, []),
+        ("bare JSON parse + render + encode_batch", 1, bare_full, []),
+    ]
     labels = {}
     for w in worker_counts:
-        labels[w] = "draftgen iter_samples, in-process" if w == 0 else \
-            f"draftgen iter_samples, {w} worker{'s' if w > 1 else ''}"
+        labels[w] = (
+            "draftgen iter_samples, in-process"
+            if w == 0
+            else f"draftgen iter_samples, {w} worker{'s' if w > 1 else ''}"
+        )
         paths.append((labels[w], max(1, w), through_draftgen(w), contexts[w][1].worker_pids()))
     best = {label: float("inf") for label, _, _, _ in paths}
     cpu = {}  # label -> (main process CPU s, workers' CPU s, all processes' CPU s) of its best round
@@ -226,9 +304,12 @@ def main() -> None:
             dt = time.perf_counter() - t0
             if dt < best[label]:
                 best[label] = dt
-                cpu[label] = (time.process_time() - c0, sum(map(process_cpu, pids)) - w0,
-                              machine_busy() - m0)
-    for _, (job, ctx) in contexts.items():
+                cpu[label] = (
+                    time.process_time() - c0,
+                    sum(map(process_cpu, pids)) - w0,
+                    machine_busy() - m0,
+                )
+    for _, (_job, ctx) in contexts.items():
         ctx.close()
     bare = n / best[paths[0][0]]
     for label, procs, _, _ in paths:
@@ -243,28 +324,53 @@ def main() -> None:
         main_s, workers_s, all_s = cpu[labels[w]]
         wall = best[labels[w]]
         ours = main_s + workers_s
-        cpu_rows.append([labels[w], round(1e6 * main_s / n), round(1e6 * workers_s / n),
-                         round(ours / wall, 2), round(max(0.0, all_s - ours) / wall, 2)])
+        cpu_rows.append(
+            [
+                labels[w],
+                round(1e6 * main_s / n),
+                round(1e6 * workers_s / n),
+                round(ours / wall, 2),
+                round(max(0.0, all_s - ours) / wall, 2),
+            ]
+        )
     shares = profile_shares(work)
     shutil.rmtree(work, ignore_errors=True)
-    res.add_table("Where draftgen's in-process time goes (cProfile, same prompts)",
-                  ["part", "share of time %"], [[k, round(100 * v, 1)] for k, v in shares.items()])
-    res.add_table(f"CPU of the draftgen runs (best round each; the machine has {cores} cores)",
-                  ["path", "main process µs/prompt", "workers µs/prompt", "cores used by draftgen",
-                   "cores used by other processes"], cpu_rows)
+    res.add_table(
+        "Where draftgen's in-process time goes (cProfile, same prompts)",
+        ["part", "share of time %"],
+        [[k, round(100 * v, 1)] for k, v in shares.items()],
+    )
+    res.add_table(
+        f"CPU of the draftgen runs (best round each; the machine has {cores} cores)",
+        [
+            "path",
+            "main process µs/prompt",
+            "workers µs/prompt",
+            "cores used by draftgen",
+            "cores used by other processes",
+        ],
+        cpu_rows,
+    )
 
     per_core = rates[0] / bare
-    res.goals.append(Goal(
-        "draftgen ≥ 0.8 × the bare encode rate per core", f"{per_core:.2f}× (in-process, one core)",
-        per_core >= 0.8,
-        ("" if per_core >= 0.8 else
-         "the bare figure encodes ready-made strings; draftgen must also parse each JSON row and "
-         "render the chat template "
-         f"({100 * (shares['JSON parsing of rows'] + shares['chat template rendering (Jinja)']):.0f} % "
-         "of its time, table below). ")
-        + f"Against the bare parse + render + encode_batch of the same rows: {rates[0] / (n / full_s):.2f}×; "
-          f"against encode_batch_fast of the ready strings (the call draftgen makes): "
-          f"{rates[0] / fast_rate:.2f}×"))
+    res.goals.append(
+        Goal(
+            "draftgen ≥ 0.8 × the bare encode rate per core",
+            f"{per_core:.2f}× (in-process, one core)",
+            per_core >= 0.8,
+            (
+                ""
+                if per_core >= 0.8
+                else "the bare figure encodes ready-made strings; draftgen must also parse each JSON row and "
+                "render the chat template "
+                f"({100 * (shares['JSON parsing of rows'] + shares['chat template rendering (Jinja)']):.0f} % "
+                "of its time, table below). "
+            )
+            + f"Against the bare parse + render + encode_batch of the same rows: {rates[0] / (n / full_s):.2f}×; "
+            f"against encode_batch_fast of the ready strings (the call draftgen makes): "
+            f"{rates[0] / fast_rate:.2f}×",
+        )
+    )
     if args.max_workers >= 2:
         top = args.max_workers
         scale = rates[top] / rates[1]
@@ -275,19 +381,24 @@ def main() -> None:
         # needs its share of the same cores.
         ceiling = min(top / per_work, cores / (per_main + per_work)) * max(work1 / n, main1 / n)
         others = max(0.0, allN - mainN - workN) / best[labels[top]]
-        res.goals.append(Goal(
-            "pre-tokenization scales with processes",
-            f"{top} workers = {scale:.2f}× 1 worker on {cores} cores "
-            f"(the CPU work per prompt allows {ceiling:.2f}×)",
-            scale >= 1.3 if cores >= 2 else None,
-            "" if scale >= 1.3 else
-            f"during the {top}-worker rounds other processes on this machine kept {others:.2f} of "
-            f"its {cores} cores busy (table above); the main process needs "
-            f"{1e6 * per_main:.0f} µs of CPU per prompt beside the workers' {1e6 * per_work:.0f} µs"))
+        res.goals.append(
+            Goal(
+                "pre-tokenization scales with processes",
+                f"{top} workers = {scale:.2f}× 1 worker on {cores} cores "
+                f"(the CPU work per prompt allows {ceiling:.2f}×)",
+                scale >= 1.3 if cores >= 2 else None,
+                ""
+                if scale >= 1.3
+                else f"during the {top}-worker rounds other processes on this machine kept {others:.2f} of "
+                f"its {cores} cores busy (table above); the main process needs "
+                f"{1e6 * per_main:.0f} µs of CPU per prompt beside the workers' {1e6 * per_work:.0f} µs",
+            )
+        )
     res.notes.append(
         f"{n} conversations (1-3 turns, system turn in 30 %, user turns of lognormal length up to "
         f"3,000 words), {tokens:,} prompt tokens in all, rendered with tiny-kimi's Kimi-K2 template "
-        "(thinking on, generation prefix `<think>` checked on every prompt).")
+        "(thinking on, generation prefix `<think>` checked on every prompt)."
+    )
     res.save()
 
 

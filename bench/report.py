@@ -13,13 +13,24 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, RESULTS, machine, markdown_table  # noqa: E402
+from common import REPO, RESULTS, machine, markdown_table
 
-ORDER = ["vs_standard_client", "budget_precision", "client_cost", "pretokenize",
-         "resume_cost", "operator_reconcile"]
-SCRIPTS = {"vs_standard_client": "vs_standard_client.py", "budget_precision": "budget_precision.py",
-           "client_cost": "client_cost.py", "pretokenize": "pretokenize_rate.py",
-           "resume_cost": "resume_cost.py", "operator_reconcile": "operator_reconcile.py"}
+ORDER = [
+    "vs_standard_client",
+    "budget_precision",
+    "client_cost",
+    "pretokenize",
+    "resume_cost",
+    "operator_reconcile",
+]
+SCRIPTS = {
+    "vs_standard_client": "vs_standard_client.py",
+    "budget_precision": "budget_precision.py",
+    "client_cost": "client_cost.py",
+    "pretokenize": "pretokenize_rate.py",
+    "resume_cost": "resume_cost.py",
+    "operator_reconcile": "operator_reconcile.py",
+}
 VERDICT = {True: "met", False: "**not met**", None: "not measured"}
 
 
@@ -51,27 +62,39 @@ def main() -> None:
         "average (1, 5, 15 min) at the start and end of each benchmark in its section",
     ]
     if args.total_seconds is not None:
-        out.append(f"- `make bench` took {args.total_seconds / 60:.1f} minutes in all "
-                   f"(budget: 15 minutes on 2 cores)")
+        out.append(
+            f"- `make bench` took {args.total_seconds / 60:.1f} minutes in all "
+            f"(budget: 15 minutes on 2 cores)"
+        )
     failed = [f for f in args.failed.split() if f]
     if failed:
         out.append(f"- Crashed (no results): {', '.join(failed)}")
-    out += ["", "## Goals", "",
-            "| benchmark | goal | measured | verdict |", "|---|---|---|---|"]
+    out += ["", "## Goals", "", "| benchmark | goal | measured | verdict |", "|---|---|---|---|"]
     for name, r in results.items():
         for g in r["goals"]:
-            out.append(f"| [{r['title'].split(':')[0]}](#{name.replace('_', '-')}) | {g['goal']} | "
-                       f"{g['measured']} | {VERDICT[g['met']]} |")
+            out.append(
+                f"| [{r['title'].split(':')[0]}](#{name.replace('_', '-')}) | {g['goal']} | "
+                f"{g['measured']} | {VERDICT[g['met']]} |"
+            )
     out.append("")
-    out.append("Where a goal is not met, its section says why (each figure there was measured, "
-               "not estimated).")
+    out.append(
+        "Where a goal is not met, its section says why (each figure there was measured, "
+        "not estimated)."
+    )
     for name, r in results.items():
         mach = r["machine"]
-        out += ["", f"<a id=\"{name.replace('_', '-')}\"></a>", f"## {r['title']}", "",
-                f"```\n{r['command']}\n```", "",
-                f"{r['seconds']} s; load average {mach['loadavg']} at the start, "
-                f"{mach.get('loadavg_end')} at the end.", "",
-                markdown_table(r["columns"], r["rows"])]
+        out += [
+            "",
+            f'<a id="{name.replace("_", "-")}"></a>',
+            f"## {r['title']}",
+            "",
+            f"```\n{r['command']}\n```",
+            "",
+            f"{r['seconds']} s; load average {mach['loadavg']} at the start, "
+            f"{mach.get('loadavg_end')} at the end.",
+            "",
+            markdown_table(r["columns"], r["rows"]),
+        ]
         for t in r.get("extra_tables", []):
             out += ["", f"**{t['title']}**", "", markdown_table(t["columns"], t["rows"])]
         if r["goals"]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -36,9 +37,22 @@ import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (BENCH_DIR, CACHE, REPO, RESULTS, SGLANG_PY, TINY_KIMI, TINY_KIMI_MODEL,  # noqa: E402
-                    Goal, MetricsSampler, Result, job_document, sglang_available, sglang_server)
-from fixed_client import Request, run_fixed  # noqa: E402
+from common import (
+    BENCH_DIR,
+    CACHE,
+    REPO,
+    RESULTS,
+    SGLANG_PY,
+    TINY_KIMI,
+    TINY_KIMI_MODEL,
+    Goal,
+    MetricsSampler,
+    Result,
+    job_document,
+    sglang_available,
+    sglang_server,
+)
+from fixed_client import Request, run_fixed
 
 MODEL = TINY_KIMI
 KV_TOKENS = 2048
@@ -50,10 +64,35 @@ DATASETS = {  # name: (format, maxNewTokens)
     "long": ("prompt", 256),
 }
 # What draftgen sends besides the prompt and maxNewTokens (generator/client.py).
-DRAFTGEN_SAMPLING = {"stop_token_ids": STOP_IDS, "skip_special_tokens": False,
-                     "no_stop_trim": True}
-WORDS = ("the a data model token budget server queue cache prompt answer reason step tool call "
-         "python kernel graph batch decode prefill memory layer vector learning training").split()
+DRAFTGEN_SAMPLING = {"stop_token_ids": STOP_IDS, "skip_special_tokens": False, "no_stop_trim": True}
+WORDS = [
+    "the",
+    "a",
+    "data",
+    "model",
+    "token",
+    "budget",
+    "server",
+    "queue",
+    "cache",
+    "prompt",
+    "answer",
+    "reason",
+    "step",
+    "tool",
+    "call",
+    "python",
+    "kernel",
+    "graph",
+    "batch",
+    "decode",
+    "prefill",
+    "memory",
+    "layer",
+    "vector",
+    "learning",
+    "training",
+]
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -68,8 +107,10 @@ def write_inputs(work: Path, rows: int) -> None:
         for i in range(rows):
             msgs = []
             for _ in range(rng.choice((1, 1, 2))):
-                msgs += [{"role": "user", "content": _text(rng, rng.randint(3, 25))},
-                         {"role": "assistant", "content": _text(rng, rng.randint(3, 12))}]
+                msgs += [
+                    {"role": "user", "content": _text(rng, rng.randint(3, 25))},
+                    {"role": "assistant", "content": _text(rng, rng.randint(3, 12))},
+                ]
             msgs[-1] = {"role": "user", "content": _text(rng, rng.randint(3, 25))}
             f.write(json.dumps({"id": f"c{i}", "messages": msgs}) + "\n")
     with open(data / "long.jsonl", "w") as f:  # longer single prompts
@@ -79,13 +120,22 @@ def write_inputs(work: Path, rows: int) -> None:
 
 def write_job(work: Path, tokens: int) -> Path:
     job = job_document(
-        "vs-standard-client", model=TINY_KIMI_MODEL,
+        "vs-standard-client",
+        model=TINY_KIMI_MODEL,
         # Not seeded (as a job without `sampling.seed`): draftgen's second run samples anew.
         sampling={"temperature": 1.0, "maxNewTokens": 96, "stopTokenIds": STOP_IDS},
         generator={"tokenizerWorkers": 1},
-        datasets=[{"name": name, "source": f"data/{name}.jsonl", "format": fmt,
-                   "sampling": {"maxNewTokens": max_new}, "budget": {"completionTokens": tokens}}
-                  for name, (fmt, max_new) in DATASETS.items()])
+        datasets=[
+            {
+                "name": name,
+                "source": f"data/{name}.jsonl",
+                "format": fmt,
+                "sampling": {"maxNewTokens": max_new},
+                "budget": {"completionTokens": tokens},
+            }
+            for name, (fmt, max_new) in DATASETS.items()
+        ],
+    )
     path = work / "job.yaml"
     path.write_text(json.dumps(job))
     return path
@@ -118,7 +168,7 @@ def few_in_flight_seconds(pairs: list[tuple[float, float]], at_most: int = 2) ->
     flight: where the server cannot be kept busy (a dataset's end)."""
     events = sorted([(s, 1) for s, _ in pairs] + [(e, -1) for _, e in pairs])
     seconds, count = 0.0, 0
-    for (t, step), (t_next, _) in zip(events, events[1:]):
+    for (t, step), (t_next, _) in itertools.pairwise(events):
         count += step
         if count <= at_most:
             seconds += t_next - t
@@ -130,24 +180,34 @@ def _shortfall(runs: list[tuple], rates: list[float], ratio: float) -> str:
     sweep, fixed replay, fixed with draftgen's sampling)."""
     replay, own = rates[-2], rates[-1]
     few = (runs[0][8] + runs[1][8]) / 2
-    return (f"{1 - ratio:.0%} short of a replay. bench_serving and the fixed client replay "
-            "draftgen's samples with `ignore_eos` and each exact length as `max_new_tokens`, "
-            "and check no stop ids; draftgen cannot know the lengths and sends what generation "
-            f"needs. The same fixed client sending draftgen's own sampling ran at {own:.0f} "
-            f"tok/s against {replay:.0f} replaying ({own / replay - 1:+.0%}), so the request form "
-            f"alone is worth about that much to the replays. draftgen had at most 2 requests in "
-            f"flight for {few:.1f} s at the ends of its budgets (the replays know where they end)")
+    return (
+        f"{1 - ratio:.0%} short of a replay. bench_serving and the fixed client replay "
+        "draftgen's samples with `ignore_eos` and each exact length as `max_new_tokens`, "
+        "and check no stop ids; draftgen cannot know the lengths and sends what generation "
+        f"needs. The same fixed client sending draftgen's own sampling ran at {own:.0f} "
+        f"tok/s against {replay:.0f} replaying ({own / replay - 1:+.0%}), so the request form "
+        f"alone is worth about that much to the replays. draftgen had at most 2 requests in "
+        f"flight for {few:.1f} s at the ends of its budgets (the replays know where they end)"
+    )
 
 
-def fixed_row(label: str, concurrency: int, datasets: list[tuple[str, list[Request]]],
-              result) -> tuple:
+def fixed_row(
+    label: str, concurrency: int, datasets: list[tuple[str, list[Request]]], result
+) -> tuple:
     """A fixed-client run's row of the table (as `run_draftgen`'s)."""
     pairs = {n: [(t.sent, t.done) for t in result.timings if t.dataset == n] for n, _ in datasets}
     names = [n for n, _ in datasets]
-    return (label, concurrency, len(result.timings),
-            sum(len(r.input_ids) for _, rs in datasets for r in rs), result.completion_tokens,
-            result.start, result.end, boundary_gap(pairs[names[0]], pairs[names[1]]),
-            few_in_flight_seconds([p for ps in pairs.values() for p in ps]))
+    return (
+        label,
+        concurrency,
+        len(result.timings),
+        sum(len(r.input_ids) for _, rs in datasets for r in rs),
+        result.completion_tokens,
+        result.start,
+        result.end,
+        boundary_gap(pairs[names[0]], pairs[names[1]]),
+        few_in_flight_seconds([p for ps in pairs.values() for p in ps]),
+    )
 
 
 def flush_cache(url: str) -> None:
@@ -160,8 +220,18 @@ def flush_cache(url: str) -> None:
 def run_draftgen(url: str, job: Path, out: Path) -> tuple[dict[str, list[dict]], tuple, float, str]:
     """One `draftgen generate` run: its records, its row of the table, its wall time and its
     command line."""
-    cmd = [str(REPO / ".cache/venv/bin/draftgen"), "generate", "--job", str(job),
-           "--server", url, "--output", str(out), "--progress", "log"]
+    cmd = [
+        str(REPO / ".cache/venv/bin/draftgen"),
+        "generate",
+        "--job",
+        str(job),
+        "--server",
+        url,
+        "--output",
+        str(out),
+        "--progress",
+        "log",
+    ]
     flush_cache(url)
     t0 = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
@@ -172,26 +242,62 @@ def run_draftgen(url: str, job: Path, out: Path) -> tuple[dict[str, list[dict]],
     all_recs = [r for rs in recs.values() for r in rs]
     pairs = {n: [(_sent(r), r["meta"]["created_at"]) for r in rs] for n, rs in recs.items()}
     names = list(DATASETS)
-    row = ("draftgen generate", "auto", len(all_recs), sum(r["prompt_tokens"] for r in all_recs),
-           sum(r["completion_tokens"] for r in all_recs), min(_sent(r) for r in all_recs),
-           max(r["meta"]["created_at"] for r in all_recs),
-           boundary_gap(pairs[names[0]], pairs[names[1]]),
-           few_in_flight_seconds([p for ps in pairs.values() for p in ps]))
+    row = (
+        "draftgen generate",
+        "auto",
+        len(all_recs),
+        sum(r["prompt_tokens"] for r in all_recs),
+        sum(r["completion_tokens"] for r in all_recs),
+        min(_sent(r) for r in all_recs),
+        max(r["meta"]["created_at"] for r in all_recs),
+        boundary_gap(pairs[names[0]], pairs[names[1]]),
+        few_in_flight_seconds([p for ps in pairs.values() for p in ps]),
+    )
     return recs, row, wall, " ".join(cmd[1:]).replace(str(REPO) + "/", "")
 
 
 def run_bench_serving(url: str, dataset: Path, n: int, concurrency: int, out: Path) -> dict:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "PYTHONSAFEPATH": "1", "SGLANG_USE_CPU_ENGINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "HF_HOME": str(CACHE / "hf")}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONSAFEPATH": "1",
+        "SGLANG_USE_CPU_ENGINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HOME": str(CACHE / "hf"),
+    }
     for var in ("PYTHONPATH", "VIRTUAL_ENV"):
         env.pop(var, None)
-    cmd = [str(SGLANG_PY), str(REPO / "bench" / "sglang_bench_serving.py"), "--backend", "sglang-native",
-           "--base-url", url, "--dataset-name", "custom", "--dataset-path", str(dataset),
-           "--num-prompts", str(n), "--model", str(MODEL), "--tokenizer", str(MODEL),
-           "--max-concurrency", str(concurrency), "--temperature", "1.0", "--disable-stream",
-           "--disable-tqdm", "--seed", "1", "--ready-check-timeout-sec", "0",
-           "--output-file", str(out)]
+    cmd = [
+        str(SGLANG_PY),
+        str(REPO / "bench" / "sglang_bench_serving.py"),
+        "--backend",
+        "sglang-native",
+        "--base-url",
+        url,
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        str(dataset),
+        "--num-prompts",
+        str(n),
+        "--model",
+        str(MODEL),
+        "--tokenizer",
+        str(MODEL),
+        "--max-concurrency",
+        str(concurrency),
+        "--temperature",
+        "1.0",
+        "--disable-stream",
+        "--disable-tqdm",
+        "--seed",
+        "1",
+        "--ready-check-timeout-sec",
+        "0",
+        "--output-file",
+        str(out),
+    ]
     flush_cache(url)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd="/")
     end = time.time()
@@ -205,23 +311,47 @@ def run_bench_serving(url: str, dataset: Path, n: int, concurrency: int, out: Pa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tokens", type=int, default=0,
-                        help="completion-token budget of each of the two datasets (default: "
-                             "sized from a quick probe of the server so a run takes --seconds)")
-    parser.add_argument("--seconds", type=float, default=35.0,
-                        help="target duration of each run when --tokens is not given")
+    parser.add_argument(
+        "--tokens",
+        type=int,
+        default=0,
+        help="completion-token budget of each of the two datasets (default: "
+        "sized from a quick probe of the server so a run takes --seconds)",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=35.0,
+        help="target duration of each run when --tokens is not given",
+    )
     parser.add_argument("--sweep", default="3,6,12", help="bench_serving --max-concurrency values")
-    parser.add_argument("--url", default=None,
-                        help="use this running tiny-kimi server instead of starting one")
+    parser.add_argument(
+        "--url", default=None, help="use this running tiny-kimi server instead of starting one"
+    )
     args = parser.parse_args()
     sweep = [int(x) for x in args.sweep.split(",")]
-    res = Result("vs_standard_client",
-                 "Against the standard client: same prompts, same server, same completion lengths",
-                 ["client", "concurrency", "requests", "prompt tok", "completion tok", "seconds",
-                  "completion tok/s", "draftgen ÷ this", "saturated %", "boundary gap s", "≤ 2 in flight s"])
+    res = Result(
+        "vs_standard_client",
+        "Against the standard client: same prompts, same server, same completion lengths",
+        [
+            "client",
+            "concurrency",
+            "requests",
+            "prompt tok",
+            "completion tok",
+            "seconds",
+            "completion tok/s",
+            "draftgen ÷ this",
+            "saturated %",
+            "boundary gap s",
+            "≤ 2 in flight s",
+        ],
+    )
     missing = None if args.url else sglang_available()
     if missing:
-        res.goals.append(Goal("draftgen ≥ 1.0 × the best standard client", "not run", None, missing))
+        res.goals.append(
+            Goal("draftgen ≥ 1.0 × the best standard client", "not run", None, missing)
+        )
         res.save()
         return
     work = BENCH_DIR / "vs-standard-client"
@@ -232,20 +362,29 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(MODEL))
     runs = []  # (client, concurrency, requests, prompt, completion, start, end, gap)
     try:
-        with (contextlib.nullcontext(types.SimpleNamespace(url=args.url.rstrip("/"))) if args.url
-              else sglang_server(MODEL, max_total_tokens=KV_TOKENS)) as server, \
-                MetricsSampler(server.url) as sampler:
+        with (
+            (
+                contextlib.nullcontext(types.SimpleNamespace(url=args.url.rstrip("/")))
+                if args.url
+                else sglang_server(MODEL, max_total_tokens=KV_TOKENS)
+            ) as server,
+            MetricsSampler(server.url) as sampler,
+        ):
             url = server.url
             if not args.tokens:  # this machine's speed varies by 10x with its load: probe it
                 rng = random.Random(3)
-                probe = [Request([rng.randrange(1000, 100_000) for _ in range(150)], 64)
-                         for _ in range(8)]
+                probe = [
+                    Request([rng.randrange(1000, 100_000) for _ in range(150)], 64)
+                    for _ in range(8)
+                ]
                 p = asyncio.run(run_fixed(url, [("probe", probe)], concurrency=4))
                 rate = p.completion_tokens / (p.end - p.start)
                 args.tokens = int(min(4000, max(150, rate * args.seconds / 2)))
-                res.notes.append(f"A probe of 8 requests measured {rate:.0f} tok/s, so each "
-                                 f"dataset's budget was set to {args.tokens} completion tokens "
-                                 f"(runs of about {args.seconds:.0f} s).")
+                res.notes.append(
+                    f"A probe of 8 requests measured {rate:.0f} tok/s, so each "
+                    f"dataset's budget was set to {args.tokens} completion tokens "
+                    f"(runs of about {args.seconds:.0f} s)."
+                )
             write_inputs(work, rows=max(50, args.tokens // 10))
             job = write_job(work, args.tokens)
             # 1. draftgen (run again after the others: see 4.)
@@ -256,7 +395,8 @@ def main() -> None:
             res.notes.append(
                 f"draftgen: `{command}` took {wall:.1f} s in all (start-up, tokenizer load and "
                 "health check included); the table counts from its first request out to its last "
-                "answer, as for the other clients.")
+                "answer, as for the other clients."
+            )
             manifest = json.loads((work / "out" / "manifest.json").read_text())
             overshoot = {n: d["overshoot_percent"] for n, d in manifest["datasets"].items()}
 
@@ -267,26 +407,51 @@ def main() -> None:
             with open(custom, "w") as f:
                 for r in usable:
                     text = tokenizer.decode(r["input_ids"], skip_special_tokens=False)
-                    f.write(json.dumps({"conversations": [
-                        {"content": text}, {"content": " a" * r["completion_tokens"]}]}) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "conversations": [
+                                    {"content": text},
+                                    {"content": " a" * r["completion_tokens"]},
+                                ]
+                            }
+                        )
+                        + "\n"
+                    )
             best = None
             for c in sweep:
                 bs = run_bench_serving(url, custom, len(usable), c, work / f"bs-{c}.jsonl")
                 b_end = bs["_end"]
                 b_start = b_end - bs["duration"]
-                runs.append((f"sglang.bench_serving", c, bs["completed"], bs["total_input_tokens"],
-                             bs["total_output_tokens"], b_start, b_end, float("nan"), float("nan")))
+                runs.append(
+                    (
+                        "sglang.bench_serving",
+                        c,
+                        bs["completed"],
+                        bs["total_input_tokens"],
+                        bs["total_output_tokens"],
+                        b_start,
+                        b_end,
+                        float("nan"),
+                        float("nan"),
+                    )
+                )
                 if best is None or bs["output_throughput"] > best[1]["output_throughput"]:
                     best = (c, bs)
             assert best is not None
-            res.notes.append(f"bench_serving command (per concurrency; the wrapper only stubs its "
-                             f"optional `datasets` import): `{best[1]['_command']}`"
-                             .replace(f"--max-concurrency {best[0]}", "--max-concurrency C"))
+            res.notes.append(
+                f"bench_serving command (per concurrency; the wrapper only stubs its "
+                f"optional `datasets` import): `{best[1]['_command']}`".replace(
+                    f"--max-concurrency {best[0]}", "--max-concurrency C"
+                )
+            )
 
             # 3. the fixed-concurrency client, datasets one after the other, sample-count caps
             # (one per dataset, exactly the number of samples draftgen produced).
-            per_ds = [(n, [Request(r["input_ids"], max(1, r["completion_tokens"])) for r in recs[n]])
-                      for n in names]
+            per_ds = [
+                (n, [Request(r["input_ids"], max(1, r["completion_tokens"])) for r in recs[n]])
+                for n in names
+            ]
             flush_cache(url)
             fixed = asyncio.run(run_fixed(url, per_ds, concurrency=best[0]))
             runs.append(fixed_row("fixed asyncio client", best[0], per_ds, fixed))
@@ -296,8 +461,11 @@ def main() -> None:
             # the replays gain from telling the server each exact length.
             real = [(n, [Request(r["input_ids"], DATASETS[n][1]) for r in recs[n]]) for n in names]
             flush_cache(url)
-            own = asyncio.run(run_fixed(url, real, concurrency=best[0], ignore_eos=False,
-                                        sampling=DRAFTGEN_SAMPLING))
+            own = asyncio.run(
+                run_fixed(
+                    url, real, concurrency=best[0], ignore_eos=False, sampling=DRAFTGEN_SAMPLING
+                )
+            )
             runs.append(fixed_row("fixed client, draftgen's sampling", best[0], real, own))
 
             # 4. draftgen again, last: the machine's load drifts over minutes, so its rate is
@@ -313,14 +481,31 @@ def main() -> None:
     dg_rate = (rates[0] + rates[1]) / 2
     for r, rate in zip(runs, rates):
         share = sampler.saturated_share(r[5], r[6])
-        res.rows.append([r[0], r[1], r[2], r[3], r[4], round(r[6] - r[5], 1), rate,
-                         dg_rate / rate, round(100 * share, 1), r[7], round(r[8], 1)])
+        res.rows.append(
+            [
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                round(r[6] - r[5], 1),
+                rate,
+                dg_rate / rate,
+                round(100 * share, 1),
+                r[7],
+                round(r[8], 1),
+            ]
+        )
     best_other = max(rates[2:])
     ratio = dg_rate / best_other
-    res.goals.append(Goal("draftgen's completion tok/s ≥ 1.0 × the best of the others",
-                          f"{ratio:.2f}×", ratio >= 1.0,
-                          "" if ratio >= 1.0 else
-                          _shortfall(runs, rates, ratio)))
+    res.goals.append(
+        Goal(
+            "draftgen's completion tok/s ≥ 1.0 × the best of the others",
+            f"{ratio:.2f}×",
+            ratio >= 1.0,
+            "" if ratio >= 1.0 else _shortfall(runs, rates, ratio),
+        )
+    )
     res.notes.append(
         f"Server: tiny-kimi (random weights, Kimi-K2's tokenizer and template) on the CPU with "
         f"--max-total-tokens {KV_TOKENS}; two datasets (`chat`: short multi-turn conversations, "
@@ -331,25 +516,32 @@ def main() -> None:
         "draftgen's prompts and completion lengths (ignore_eos), so all do the same work "
         "(bench_serving drops completions shorter than 2 tokens). \"fixed client, draftgen's "
         "sampling\" sends the same prompts with draftgen's own sampling parameters instead (its "
-        "completions are sampled anew): the request form without the replay's knowledge.")
+        "completions are sampled anew): the request form without the replay's knowledge."
+    )
     res.notes.append(
         f"draftgen ran first and again last (the same job; sampled anew, so its second run's "
         f"completions differ in detail but not in kind): {rates[0]:.0f} and "
-        f"{rates[1]:.0f} tok/s; \"draftgen ÷ this\" and the goal use their mean, "
+        f'{rates[1]:.0f} tok/s; "draftgen ÷ this" and the goal use their mean, '
         f"{dg_rate:.0f} tok/s. The server's prefix cache is flushed before every run. At the "
         "end of each dataset draftgen admits requests only as the budget allows, a few at a "
-        "time, while the other clients replay its exact samples (an oracle count); \"≤ 2 in "
-        "flight s\" measures that end (from each client's own request timings).")
+        'time, while the other clients replay its exact samples (an oracle count); "≤ 2 in '
+        "flight s\" measures that end (from each client's own request timings)."
+    )
     res.notes.append(
         "saturated % = share of /metrics samples (every 0.5 s) in which the server had a queue or "
         "KV usage above 90 %. boundary gap = seconds between the last request of `chat` going out "
-        "and the first of `long` (0 when they overlap; bench_serving mixes both in one file).")
-    res.notes.append(f"draftgen's budget overshoot on this real server: "
-                     + ", ".join(f"{n} {v:.2f} %" for n, v in overshoot.items())
-                     + f" of {args.tokens} tokens.")
-    res.add_table("Real-server budget overshoot (draftgen, finish policy)",
-                  ["dataset", "budget", "overshoot %"],
-                  [[n, args.tokens, v] for n, v in overshoot.items()])
+        "and the first of `long` (0 when they overlap; bench_serving mixes both in one file)."
+    )
+    res.notes.append(
+        "draftgen's budget overshoot on this real server: "
+        + ", ".join(f"{n} {v:.2f} %" for n, v in overshoot.items())
+        + f" of {args.tokens} tokens."
+    )
+    res.add_table(
+        "Real-server budget overshoot (draftgen, finish policy)",
+        ["dataset", "budget", "overshoot %"],
+        [[n, args.tokens, v] for n, v in overshoot.items()],
+    )
     res.save()
     # The raw /metrics samples, for a closer look at saturation (not used by the report).
     (RESULTS / "vs_standard_client.samples.json").write_text(json.dumps(samples[:5000]))

@@ -6,9 +6,8 @@ import copy
 import json
 from typing import Any
 
-from pydantic import BaseModel
-
 import yaml
+from pydantic import BaseModel
 
 from .spec import job as jobmod
 from .spec.job import GenerationJobSpec
@@ -83,7 +82,12 @@ def _structural(node: dict[str, Any]) -> dict[str, Any]:
     kind = out.get("type")
     if kind == "object" and "properties" not in out:
         extra = node.get("additionalProperties")
-        if isinstance(extra, dict) and extra.get("type") in ("string", "integer", "number", "boolean"):
+        if isinstance(extra, dict) and extra.get("type") in (
+            "string",
+            "integer",
+            "number",
+            "boolean",
+        ):
             out["additionalProperties"] = _structural(extra)
         else:
             out["x-kubernetes-preserve-unknown-fields"] = True
@@ -115,8 +119,10 @@ def openapi_schema() -> dict[str, Any]:
             "kind": {"type": "string"},
             "metadata": {"type": "object"},
             "spec": _model_schema(GenerationJobSpec),
-            "status": {**_model_schema(GenerationJobStatus),
-                       "x-kubernetes-preserve-unknown-fields": True},
+            "status": {
+                **_model_schema(GenerationJobStatus),
+                "x-kubernetes-preserve-unknown-fields": True,
+            },
         },
     }
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Sequence
 
 import numpy as np
 
@@ -113,7 +113,9 @@ class LengthModel:
         events_at_or_above = np.cumsum(counts[::-1])[::-1]
         censored = np.sort(np.asarray(running, dtype=float))
         # A running generation is at risk at every length up to what it has produced.
-        at_risk = events_at_or_above + (len(censored) - np.searchsorted(censored, values, side="left"))
+        at_risk = events_at_or_above + (
+            len(censored) - np.searchsorted(censored, values, side="left")
+        )
         hazard = counts / at_risk
         survival_before = np.concatenate(([1.0], np.cumprod(1.0 - hazard)[:-1]))
         mass = survival_before * hazard
@@ -154,8 +156,15 @@ def predicted_in_flight(model: LengthModel, in_flight: Sequence[float]) -> tuple
     return float(mean.sum()), float(var.sum()) + correlated * correlated
 
 
-def budget_admits(*, budget: int | None, done: int, in_flight: Sequence[float],
-                  in_flight_known: int, new_known: int, model: LengthModel) -> bool:
+def budget_admits(
+    *,
+    budget: int | None,
+    done: int,
+    in_flight: Sequence[float],
+    in_flight_known: int,
+    new_known: int,
+    model: LengthModel,
+) -> bool:
     """Whether one more request fits a token budget.
 
     `done`: tokens already written; `in_flight`: for each request in flight, the tokens it has
@@ -224,8 +233,9 @@ def queue_target(running: float | None) -> int:
     return max(2, math.ceil(0.1 * (running or 0)))
 
 
-def server_admits(view: ServerView, tokens: float, *, mode: str, max_requests: int | None,
-                  tokens_factor: float) -> bool:
+def server_admits(
+    view: ServerView, tokens: float, *, mode: str, max_requests: int | None, tokens_factor: float
+) -> bool:
     """Whether `view` may take one more request of `tokens` predicted tokens."""
     if not view.healthy:
         return False
@@ -237,7 +247,9 @@ def server_admits(view: ServerView, tokens: float, *, mode: str, max_requests: i
         return True  # never idle, whatever the prompt's size
     if view.in_flight_tokens + tokens > tokens_factor * view.kv_tokens:
         return False
-    if view.max_running is not None and view.in_flight >= view.max_running + queue_target(view.max_running):
+    if view.max_running is not None and view.in_flight >= view.max_running + queue_target(
+        view.max_running
+    ):
         return False
     if view.queue is not None and view.queue >= queue_target(view.running):
         # The server already has a queue: more requests would only wait. While KV usage is
@@ -246,14 +258,21 @@ def server_admits(view: ServerView, tokens: float, *, mode: str, max_requests: i
     return True
 
 
-def pick_server(views: list[ServerView], tokens: float, *, mode: str, max_requests: int | None,
-                tokens_factor: float) -> int | None:
+def pick_server(
+    views: list[ServerView],
+    tokens: float,
+    *,
+    mode: str,
+    max_requests: int | None,
+    tokens_factor: float,
+) -> int | None:
     """The least-loaded server that admits the request (by share of its KV pool reserved),
     or None when none has room."""
     best: tuple[float, int] | None = None
     for i, view in enumerate(views):
-        if not server_admits(view, tokens, mode=mode, max_requests=max_requests,
-                             tokens_factor=tokens_factor):
+        if not server_admits(
+            view, tokens, mode=mode, max_requests=max_requests, tokens_factor=tokens_factor
+        ):
             continue
         load = (view.in_flight_tokens + (view.queue or 0) * tokens) / max(view.kv_tokens, 1)
         if best is None or load < best[0]:

@@ -12,8 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .client import (Aborted, BadResponse, Generation, RequestTimeout, SGLangError,
-                     ServerUnavailable)
+from .client import Aborted, BadResponse, Generation, RequestTimeout, ServerUnavailable, SGLangError
 from .datasets import Flight
 from .fleet import Fleet
 from .metrics import GeneratorMetrics
@@ -37,9 +36,17 @@ def rid_base(sample_id: str, run_nonce: str) -> str:
     return f"dg-{digest}-{run_nonce}"
 
 
-async def attempt(flight: Flight, dataset: str, params: dict[str, Any], *, run_nonce: str,
-                  retries: int, backoff_base: float, fleet: Fleet,
-                  metrics: GeneratorMetrics) -> Answer | Reject | None:
+async def attempt(
+    flight: Flight,
+    dataset: str,
+    params: dict[str, Any],
+    *,
+    run_nonce: str,
+    retries: int,
+    backoff_base: float,
+    fleet: Fleet,
+    metrics: GeneratorMetrics,
+) -> Answer | Reject | None:
     """Send `flight` up to `retries + 1` times; None once `flight.cancelled` is seen."""
     sample, server = flight.sample, flight.server
     base = rid_base(sample.id, run_nonce)
@@ -79,8 +86,14 @@ async def attempt(flight: Flight, dataset: str, params: dict[str, Any], *, run_n
         else:
             return Answer(result, n + 1, time.monotonic() - started)
         metrics.errors.labels(last.kind).inc()
-        log.warning("%s attempt %d/%d on %s: %s", sample.id, n + 1, retries + 1,
-                    server.client.url, last)
+        log.warning(
+            "%s attempt %d/%d on %s: %s", sample.id, n + 1, retries + 1, server.client.url, last
+        )
     assert last is not None
-    return Reject(dataset, sample.source_index, sample.id, "request_failed",
-                  f"{retries + 1} attempts; last: {last}")
+    return Reject(
+        dataset,
+        sample.source_index,
+        sample.id,
+        "request_failed",
+        f"{retries + 1} attempts; last: {last}",
+    )

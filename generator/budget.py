@@ -100,8 +100,10 @@ class Ledger:
             "samples": self.samples,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
-            "finish_reasons": {"stop": self.finish_reasons["stop"],
-                               "length": self.finish_reasons["length"]},
+            "finish_reasons": {
+                "stop": self.finish_reasons["stop"],
+                "length": self.finish_reasons["length"],
+            },
             "truncation_rate": round(self.truncation_rate, 6),
             "rejects": sum(self.rejects.values()),
             "budget": self.budget.model_dump(by_alias=True),

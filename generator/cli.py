@@ -60,13 +60,21 @@ def run(args: argparse.Namespace) -> int:
                 continue  # reported with its fix when the dataset is read
             outside = [f for f in files if not f.resolve().is_relative_to(base_dir)]
             if outside:
-                print(f"spec.datasets[{dataset.name}].source: {outside[0]} is outside the inputs "
-                      f"volume {base_dir}; name a file on that volume (no absolute paths or "
-                      "symlinks leading elsewhere)", file=sys.stderr)
+                print(
+                    f"spec.datasets[{dataset.name}].source: {outside[0]} is outside the inputs "
+                    f"volume {base_dir}; name a file on that volume (no absolute paths or "
+                    "symlinks leading elsewhere)",
+                    file=sys.stderr,
+                )
                 return ExitCode.INVALID
     output = args.output if args.output is not None else Path(job.spec.output.path)
-    settings = Settings(servers=args.servers, output=output, metrics_port=args.metrics_port,
-                        live_progress=live, health_timeout=args.health_timeout)
+    settings = Settings(
+        servers=args.servers,
+        output=output,
+        metrics_port=args.metrics_port,
+        live_progress=live,
+        health_timeout=args.health_timeout,
+    )
     from .inputs import iter_samples
     from .integrity import IntegrityError as InputIntegrityError
     from .pretokenize import TokenizerError, open_tokenizer
@@ -74,9 +82,16 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         with open_tokenizer(job, base_dir) as ctx:
+
             def source(dataset, skip_ids, max_prompt_tokens):
-                return iter_samples(job, dataset, base_dir=base_dir, tokenizer_ctx=ctx,
-                                    skip_ids=skip_ids, max_prompt_tokens=max_prompt_tokens)
+                return iter_samples(
+                    job,
+                    dataset,
+                    base_dir=base_dir,
+                    tokenizer_ctx=ctx,
+                    skip_ids=skip_ids,
+                    max_prompt_tokens=max_prompt_tokens,
+                )
 
             runner = Runner(job, settings, source, getattr(ctx, "tokenizer", None))
             return asyncio.run(_main(runner, args.metrics_linger if args.metrics_port else 0.0))
@@ -106,7 +121,8 @@ async def _main(runner, linger: float = 0.0) -> int:
         received.append(signum)
         logging.getLogger("draftgen.generate").warning(
             "received %s: stopping (in-flight requests are aborted, nothing partial is written)",
-            signal.Signals(signum).name)
+            signal.Signals(signum).name,
+        )
         runner.stop()
 
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -117,8 +133,13 @@ async def _main(runner, linger: float = 0.0) -> int:
     for ledger in ledgers.values():
         logging.getLogger("draftgen.generate").info(
             "%s: %d samples, %d completion tokens, overshoot %.2f%%, truncated %.1f%%, %d rejects",
-            ledger.dataset, ledger.samples, ledger.completion_tokens, ledger.overshoot_percent,
-            100 * ledger.truncation_rate, sum(ledger.rejects.values()))
+            ledger.dataset,
+            ledger.samples,
+            ledger.completion_tokens,
+            ledger.overshoot_percent,
+            100 * ledger.truncation_rate,
+            sum(ledger.rejects.values()),
+        )
     if linger > 0:
         # A process that exits at once takes its final counts with it: the last scrape may
         # predate the last records, and dashboards would show less than was written.

@@ -132,7 +132,7 @@ def parse_metrics(text: str) -> dict[str, float]:
         if not line.startswith("sglang:"):
             continue
         name_part, _, value_part = line.rpartition(" ")
-        name = name_part.split("{", 1)[0].strip()[len("sglang:"):]
+        name = name_part.split("{", 1)[0].strip()[len("sglang:") :]
         try:
             value = float(value_part)
         except ValueError:
@@ -181,8 +181,13 @@ def parse_generation(body: Any) -> Generation:
 class SGLangClient:
     """One SGLang server. `transport` replaces the network (an `httpx.AsyncBaseTransport`)."""
 
-    def __init__(self, url: str, *, timeout: float = 3600.0,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 3600.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
         self._http = httpx.AsyncClient(
@@ -201,15 +206,20 @@ class SGLangClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _request(self, method: str, path: str, *, json: Any = None,
-                       timeout: float | None = None) -> httpx.Response:
+    async def _request(
+        self, method: str, path: str, *, json: Any = None, timeout: float | None = None
+    ) -> httpx.Response:
         try:
             response = await self._http.request(
-                method, path, json=json,
+                method,
+                path,
+                json=json,
                 timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
             )
         except httpx.TimeoutException as err:
-            raise RequestTimeout(f"{self.url}{path}: no answer within the timeout ({err!r})") from err
+            raise RequestTimeout(
+                f"{self.url}{path}: no answer within the timeout ({err!r})"
+            ) from err
         except (httpx.TransportError, OSError) as err:
             raise ServerUnavailable(f"{self.url}{path}: {type(err).__name__}: {err}") from err
         if response.status_code >= 500:
@@ -222,11 +232,16 @@ class SGLangClient:
             if "Duplicate request ID" in text:
                 # The previous request with this rid is still being torn down on the server.
                 raise ServerUnavailable(f"{self.url}{path}: {text}", status=None)
-            raise BadResponse(f"{self.url}{path}: HTTP {response.status_code}: {text[:300]}",
-                              status=response.status_code, body=text)
+            raise BadResponse(
+                f"{self.url}{path}: HTTP {response.status_code}: {text[:300]}",
+                status=response.status_code,
+                body=text,
+            )
         return response
 
-    async def generate(self, input_ids: list[int], sampling: dict[str, Any], rid: str) -> Generation:
+    async def generate(
+        self, input_ids: list[int], sampling: dict[str, Any], rid: str
+    ) -> Generation:
         """`POST /generate` with token ids in and token ids out."""
         if "max_new_tokens" not in sampling:
             raise ValueError("sampling_params must carry max_new_tokens (SGLang's default is 128)")
@@ -235,7 +250,9 @@ class SGLangClient:
         try:
             body = response.json()
         except ValueError as err:
-            raise BadResponse(f"{self.url}/generate: answer is not JSON: {response.text[:200]}") from err
+            raise BadResponse(
+                f"{self.url}/generate: answer is not JSON: {response.text[:200]}"
+            ) from err
         return parse_generation(body)
 
     async def abort(self, rid: str) -> None:
@@ -262,8 +279,9 @@ class SGLangClient:
 
     async def tokenize(self, texts: list[str]) -> list[list[int]]:
         """The server's own tokenization of plain texts (no special tokens added)."""
-        response = await self._request("POST", "/tokenize", timeout=30.0,
-                                       json={"prompt": texts, "add_special_tokens": False})
+        response = await self._request(
+            "POST", "/tokenize", timeout=30.0, json={"prompt": texts, "add_special_tokens": False}
+        )
         tokens = response.json().get("tokens")
         if not isinstance(tokens, list) or len(tokens) != len(texts):
             raise BadResponse(f"{self.url}/tokenize: unexpected answer {response.text[:200]}")

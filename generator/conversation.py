@@ -32,6 +32,7 @@ class Conversation:
 
 # --------------------------------------------------------------------------------------- tools
 
+
 def parse_json(value: str, reason: str, what: str) -> Any:
     """`value` parsed as JSON, or a `RowError(reason)` naming `what`."""
     try:
@@ -53,22 +54,31 @@ def normalize_tools(value: Any, where: str = "tools") -> list[dict[str, Any]] | 
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
-        raise RowError("bad_tools", f"{where} must be a list of tool definitions, got {type(value).__name__}")
+        raise RowError(
+            "bad_tools", f"{where} must be a list of tool definitions, got {type(value).__name__}"
+        )
     tools = []
     for n, tool in enumerate(value):
         if isinstance(tool, str):
             tool = parse_json(tool, "bad_tools", f"{where}[{n}]")
         if not isinstance(tool, dict):
-            raise RowError("bad_tools", f"{where}[{n}] must be an object, got {type(tool).__name__}")
+            raise RowError(
+                "bad_tools", f"{where}[{n}] must be an object, got {type(tool).__name__}"
+            )
         fn = tool.get("function", tool) if tool.get("type", "function") == "function" else None
         if not isinstance(fn, dict):
-            raise RowError("bad_tools", f"{where}[{n}] is not a function definition (type {tool.get('type')!r})")
+            raise RowError(
+                "bad_tools",
+                f"{where}[{n}] is not a function definition (type {tool.get('type')!r})",
+            )
         name = fn.get("name")
         if not isinstance(name, str) or not name.strip():
             raise RowError("bad_tools", f"{where}[{n}] has no function name")
         params = fn.get("parameters")
         if params is not None and not isinstance(params, dict):
-            raise RowError("bad_tools", f"{where}[{n}] ({name}): parameters must be a JSON schema object")
+            raise RowError(
+                "bad_tools", f"{where}[{n}] ({name}): parameters must be a JSON schema object"
+            )
         desc = fn.get("description")
         if desc is not None and not isinstance(desc, str):
             raise RowError("bad_tools", f"{where}[{n}] ({name}): description must be a string")
@@ -84,7 +94,11 @@ def make_tool_call(name: Any, arguments: Any, call_id: str, where: str) -> dict[
     if arguments is None:
         arguments = {}
     if isinstance(arguments, str):
-        arguments = parse_json(arguments, "bad_tool_call", f"{where}: arguments of {name}") if arguments.strip() else {}
+        arguments = (
+            parse_json(arguments, "bad_tool_call", f"{where}: arguments of {name}")
+            if arguments.strip()
+            else {}
+        )
     if not isinstance(arguments, dict):
         raise RowError("bad_tool_call", f"{where}: arguments of {name} must be a JSON object")
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}

@@ -68,23 +68,48 @@ def open_datasets(job: GenerationJob, output: Path, metrics: GeneratorMetrics) -
         state = scan_dataset(directory, spec.name, spec.budget, shard_max_records=shard_max)
         sampling = job.spec.sampling_for(spec)
         ds = Dataset(
-            spec=spec, sampling=sampling, state=state,
-            writer=DatasetWriter(directory, shard_max_records=shard_max,
-                                 next_shard=state.next_shard,
-                                 records_in_shard=state.records_in_shard),
+            spec=spec,
+            sampling=sampling,
+            state=state,
+            writer=DatasetWriter(
+                directory,
+                shard_max_records=shard_max,
+                next_shard=state.next_shard,
+                records_in_shard=state.records_in_shard,
+            ),
             model=LengthModel(sampling.max_new_tokens, state.lengths[-4096:]),
         )
         if state.ledger.samples or state.torn_bytes:
-            log.info("%s: resuming with %d samples, %d completion tokens already written%s",
-                     spec.name, state.ledger.samples, state.ledger.completion_tokens,
-                     f" (dropped a torn line of {state.torn_bytes} bytes)" if state.torn_bytes else "")
+            log.info(
+                "%s: resuming with %d samples, %d completion tokens already written%s",
+                spec.name,
+                state.ledger.samples,
+                state.ledger.completion_tokens,
+                f" (dropped a torn line of {state.torn_bytes} bytes)" if state.torn_bytes else "",
+            )
         b = spec.budget
-        if state.ledger.samples and not state.ledger.budget_met and not (
-                budget_admits(budget=b.completion_tokens, done=state.ledger.completion_tokens,
-                              in_flight=[], in_flight_known=0, new_known=0, model=ds.model)
-                and budget_admits(budget=b.total_tokens, done=state.ledger.total_tokens,
-                                  in_flight=[], in_flight_known=0, new_known=0,
-                                  model=ds.model)):
+        if (
+            state.ledger.samples
+            and not state.ledger.budget_met
+            and not (
+                budget_admits(
+                    budget=b.completion_tokens,
+                    done=state.ledger.completion_tokens,
+                    in_flight=[],
+                    in_flight_known=0,
+                    new_known=0,
+                    model=ds.model,
+                )
+                and budget_admits(
+                    budget=b.total_tokens,
+                    done=state.ledger.total_tokens,
+                    in_flight=[],
+                    in_flight_known=0,
+                    new_known=0,
+                    model=ds.model,
+                )
+            )
+        ):
             ds.ledger.closed = True  # the same rule that closed it before: no server needed
         metrics.start_from(state.ledger)
         datasets.append(ds)

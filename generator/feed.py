@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from .samples import Reject, Sample
 
@@ -39,13 +39,13 @@ class Feed:
                 if self._stop.is_set():
                     break
                 self._wake()
-        except BaseException as err:  # noqa: BLE001 - handed to the loop, which stops the run
+        except BaseException as err:
             self.error = err
         finally:
             if it is not None and hasattr(it, "close"):
                 try:
                     it.close()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
             while True:  # the end marker must arrive, unless nobody reads any more
                 try:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
@@ -15,7 +16,7 @@ from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.server_info import parse_server_info
 
 from .admission import ServerView
-from .client import BadResponse, SGLangClient, SGLangError, ServerLoad, ServerUnavailable
+from .client import BadResponse, ServerLoad, ServerUnavailable, SGLangClient, SGLangError
 from .integrity import IntegrityError
 from .metrics import GeneratorMetrics
 
@@ -53,8 +54,11 @@ class Server:
     def view(self, now: float) -> ServerView:
         load = self.load if self.load is not None and now - self.load.at < 5.0 else None
         return ServerView(
-            kv_tokens=self.kv_tokens, max_running=self.max_running, in_flight=self.in_flight,
-            in_flight_tokens=self.in_flight_tokens, healthy=self.healthy,
+            kv_tokens=self.kv_tokens,
+            max_running=self.max_running,
+            in_flight=self.in_flight,
+            in_flight_tokens=self.in_flight_tokens,
+            healthy=self.healthy,
             queue=load.num_queue_reqs if load else None,
             running=load.num_running_reqs if load else None,
             token_usage=load.token_usage if load else None,
@@ -72,13 +76,23 @@ class Fleet:
     """Every server of the run. `wake` asks the run's loop to decide again; `on_fatal` stops the
     run (a late joiner that serves another model)."""
 
-    def __init__(self, urls: list[str], *, request_timeout: float,
-                 transport: httpx.AsyncBaseTransport | None, health_timeout: float,
-                 metrics_interval: float, tokenizer: Any, special_tokens: list[str],
-                 metrics: GeneratorMetrics, wake: Callable[[], None],
-                 on_fatal: Callable[[BaseException], None]) -> None:
-        self.servers = [Server(SGLangClient(u, timeout=request_timeout, transport=transport))
-                        for u in urls]
+    def __init__(
+        self,
+        urls: list[str],
+        *,
+        request_timeout: float,
+        transport: httpx.AsyncBaseTransport | None,
+        health_timeout: float,
+        metrics_interval: float,
+        tokenizer: Any,
+        special_tokens: list[str],
+        metrics: GeneratorMetrics,
+        wake: Callable[[], None],
+        on_fatal: Callable[[BaseException], None],
+    ) -> None:
+        self.servers = [
+            Server(SGLangClient(u, timeout=request_timeout, transport=transport)) for u in urls
+        ]
         self.max_prompt_tokens: int | None = None
         """The shortest `max_req_input_len` of the servers healthy at start."""
         self._health_timeout = health_timeout
@@ -138,12 +152,19 @@ class Fleet:
         server.max_running = info.max_running_requests
         server.max_prompt = info.max_prompt_tokens
         if info.skip_tokenizer_init:
-            log.warning("%s runs with --skip-tokenizer-init: its tokenizer cannot be compared",
-                        server.client.url)
+            log.warning(
+                "%s runs with --skip-tokenizer-init: its tokenizer cannot be compared",
+                server.client.url,
+            )
         elif self._tokenizer is not None:
             await check_server_tokenizer(server.client, self._tokenizer, self._special_tokens)
-        log.info("%s: KV pool %d tokens, max running requests %s, longest prompt %s",
-                 server.client.url, server.kv_tokens, server.max_running, server.max_prompt)
+        log.info(
+            "%s: KV pool %d tokens, max running requests %s, longest prompt %s",
+            server.client.url,
+            server.kv_tokens,
+            server.max_running,
+            server.max_prompt,
+        )
         server.healthy = True
         self._wake()
 
@@ -188,8 +209,11 @@ class Fleet:
                     server.load = await server.client.metrics()
                 except BadResponse:
                     server.metrics_ok = False
-                    log.warning("%s has no /metrics (start it with --enable-metrics); "
-                                "admission uses its KV pool size only", server.client.url)
+                    log.warning(
+                        "%s has no /metrics (start it with --enable-metrics); "
+                        "admission uses its KV pool size only",
+                        server.client.url,
+                    )
                 except SGLangError:
                     server.load = None
             self._wake()
@@ -213,12 +237,15 @@ class Fleet:
         await asyncio.gather(*(s.client.aclose() for s in self.servers))
 
 
-async def check_server_tokenizer(client: SGLangClient, tokenizer: Any,
-                                 special_tokens: list[str]) -> None:
+async def check_server_tokenizer(
+    client: SGLangClient, tokenizer: Any, special_tokens: list[str]
+) -> None:
     """Refuse a server whose tokenizer splits text or special tokens differently from ours: its
     model would read different tokens from the ids we send."""
-    probes = ["The quick brown fox jumps over the lazy dog. 12345 naïve café 東京",
-              "def f(x):\n    return {\"a\": [1, 2]}\n"]
+    probes = [
+        "The quick brown fox jumps over the lazy dog. 12345 naïve café 東京",
+        'def f(x):\n    return {"a": [1, 2]}\n',
+    ]
     probes += list(special_tokens)
     try:
         theirs = await client.tokenize(probes)

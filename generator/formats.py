@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .conversation import Conversation, RowError, parse_json, call_id, make_tool_call, normalize_tools
+from .conversation import (
+    Conversation,
+    RowError,
+    call_id,
+    make_tool_call,
+    normalize_tools,
+    parse_json,
+)
 from .glaive import parse_glaive
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -27,11 +34,19 @@ _MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_cal
 # ShareGPT speaker names → roles; `function_call` is an assistant turn that calls tools.
 SHAREGPT_ROLES = {
     "system": "system",
-    "human": "user", "user": "user",
-    "gpt": "assistant", "assistant": "assistant", "chatgpt": "assistant", "model": "assistant",
-    "bing": "assistant", "bard": "assistant",
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "chatgpt": "assistant",
+    "model": "assistant",
+    "bing": "assistant",
+    "bard": "assistant",
     "function_call": "function_call",
-    "observation": "tool", "tool": "tool", "function": "tool", "function_response": "tool",
+    "observation": "tool",
+    "tool": "tool",
+    "function": "tool",
+    "function_response": "tool",
 }
 
 
@@ -58,6 +73,7 @@ def _normalize_tool_calls(value: Any, where: str, counter: list[int]) -> list[di
 
 # ------------------------------------------------------------------------------------ messages
 
+
 def _content(value: Any, where: str) -> str | None:
     """Text content: a string, None, or a list of text parts (joined)."""
     if value is None or isinstance(value, str):
@@ -67,7 +83,11 @@ def _content(value: Any, where: str) -> str | None:
         for part in value:
             if isinstance(part, str):
                 parts.append(part)
-            elif isinstance(part, dict) and part.get("type", "text") == "text" and isinstance(part.get("text"), str):
+            elif (
+                isinstance(part, dict)
+                and part.get("type", "text") == "text"
+                and isinstance(part.get("text"), str)
+            ):
                 parts.append(part["text"])
             else:
                 raise RowError("wrong_type", f"{where}.content: only text parts are supported")
@@ -153,8 +173,10 @@ def parse_sharegpt(data: dict[str, Any]) -> Conversation:
             raise RowError("missing_field", f"{where} has no 'value' (or 'content')")
         role = SHAREGPT_ROLES.get(speaker) if isinstance(speaker, str) else None
         if role is None:
-            raise RowError("unknown_role", f"{where}: speaker {speaker!r} is not one of "
-                                           f"{', '.join(sorted(SHAREGPT_ROLES))}")
+            raise RowError(
+                "unknown_role",
+                f"{where}: speaker {speaker!r} is not one of {', '.join(sorted(SHAREGPT_ROLES))}",
+            )
         if role == "function_call":
             payload = parse_json(value, "bad_tool_call", where) if isinstance(value, str) else value
             calls = _normalize_tool_calls(payload, where, counter)
@@ -198,15 +220,19 @@ def parse_pretokenized(data: dict[str, Any], vocab_size: int) -> list[int]:
     if ids is None:
         raise RowError("missing_field", "the row has no 'input_ids' field")
     if not isinstance(ids, list):
-        raise RowError("wrong_type", f"'input_ids' must be a list of integers, got {type(ids).__name__}")
+        raise RowError(
+            "wrong_type", f"'input_ids' must be a list of integers, got {type(ids).__name__}"
+        )
     if not ids:
         raise RowError("empty_prompt", "'input_ids' is empty")
     for n, tok in enumerate(ids):
         if type(tok) is not int:  # bool is an int subclass; floats are not token ids
             raise RowError("bad_token_id", f"input_ids[{n}] = {tok!r} is not an integer")
         if not 0 <= tok < vocab_size:
-            raise RowError("bad_token_id", f"input_ids[{n}] = {tok} is outside the tokenizer's "
-                                           f"vocabulary [0, {vocab_size})")
+            raise RowError(
+                "bad_token_id",
+                f"input_ids[{n}] = {tok} is outside the tokenizer's vocabulary [0, {vocab_size})",
+            )
     return ids
 
 

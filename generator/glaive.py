@@ -42,8 +42,11 @@ def parse_function_definitions(text: str) -> list[Any]:
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as err:
-            raise RowError("bad_tools", f"function definition #{len(found) + 1} in the system "
-                                        f"prompt is not valid JSON: {err.msg} at character {err.pos}") from None
+            raise RowError(
+                "bad_tools",
+                f"function definition #{len(found) + 1} in the system "
+                f"prompt is not valid JSON: {err.msg} at character {err.pos}",
+            ) from None
         found.extend(value if isinstance(value, list) else [value])
 
 
@@ -51,7 +54,7 @@ def split_system(system: str) -> tuple[str, list[Any]]:
     """`SYSTEM: preamble -\\n{...}{...}` → (preamble, raw function definitions)."""
     text = system.strip()
     if text.startswith("SYSTEM:"):
-        text = text[len("SYSTEM:"):].strip()
+        text = text[len("SYSTEM:") :].strip()
     match = _DEFINITIONS_START.search(text)
     if match is None:
         return text, []
@@ -71,7 +74,9 @@ def parse_function_call(text: str, number: int) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise RowError("bad_tool_call", f"<functioncall> is not an object: {text[:200]!r}")
     name = payload.get("name")
-    return make_tool_call(name, payload.get("arguments"), call_id(str(name), number), "<functioncall>")
+    return make_tool_call(
+        name, payload.get("arguments"), call_id(str(name), number), "<functioncall>"
+    )
 
 
 def _quoted_arguments_call(text: str) -> dict[str, Any]:
@@ -81,12 +86,14 @@ def _quoted_arguments_call(text: str) -> dict[str, Any]:
     end = text.rstrip().rstrip("}").rstrip().rfind("'")
     if match is None or end < match.end():
         raise RowError("bad_tool_call", f"<functioncall> is not valid JSON: {text[:200]!r}")
-    arguments = text[match.end():end]
-    head = text[:match.start()].rstrip().rstrip(",")
+    arguments = text[match.end() : end]
+    head = text[: match.start()].rstrip().rstrip(",")
     try:
         payload = json.loads(head + "}")
     except json.JSONDecodeError:
-        raise RowError("bad_tool_call", f"<functioncall> is not valid JSON: {text[:200]!r}") from None
+        raise RowError(
+            "bad_tool_call", f"<functioncall> is not valid JSON: {text[:200]!r}"
+        ) from None
     payload["arguments"] = arguments
     return payload
 
@@ -94,7 +101,9 @@ def _quoted_arguments_call(text: str) -> dict[str, Any]:
 def _turns(chat: str) -> list[tuple[str, str]]:
     parts = _TURN.split(chat)
     if parts[0].strip():
-        raise RowError("wrong_type", f"'chat' does not start with a USER:/ASSISTANT: turn: {parts[0][:80]!r}")
+        raise RowError(
+            "wrong_type", f"'chat' does not start with a USER:/ASSISTANT: turn: {parts[0][:80]!r}"
+        )
     return [(parts[i], parts[i + 1]) for i in range(1, len(parts), 2)]
 
 
@@ -130,16 +139,26 @@ def parse_glaive(data: dict[str, Any]) -> Conversation:
             if at < 0:
                 messages.append({"role": "assistant", "content": body})
                 continue
-            call = parse_function_call(body[at + len(FUNCTIONCALL):], calls)
+            call = parse_function_call(body[at + len(FUNCTIONCALL) :], calls)
             calls += 1
-            messages.append({"role": "assistant", "content": body[:at].strip(), "tool_calls": [call]})
+            messages.append(
+                {"role": "assistant", "content": body[:at].strip(), "tool_calls": [call]}
+            )
             pending = [call]
         else:  # FUNCTION RESPONSE
             if not pending:
-                raise RowError("bad_tool_call", "FUNCTION RESPONSE without a function call before it")
+                raise RowError(
+                    "bad_tool_call", "FUNCTION RESPONSE without a function call before it"
+                )
             call = pending.pop(0)
-            messages.append({"role": "tool", "content": body, "tool_call_id": call["id"],
-                             "name": call["function"]["name"]})
+            messages.append(
+                {
+                    "role": "tool",
+                    "content": body,
+                    "tool_call_id": call["id"],
+                    "name": call["function"]["name"],
+                }
+            )
     if not any(m["role"] != "system" for m in messages):
         raise RowError("empty_conversation", "'chat' holds no USER/ASSISTANT turn")
     return Conversation(messages, tools)

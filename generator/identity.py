@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 ID_FIELDS = ("id", "uuid")
 
@@ -42,8 +43,9 @@ def _drop_nulls(value: Any) -> Any:
 
 def canonical_json(row: dict[str, Any]) -> bytes:
     """The row's content as bytes that do not depend on key order, spacing or null fields."""
-    return json.dumps(_drop_nulls(row), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str).encode("utf-8", "surrogatepass")
+    return json.dumps(
+        _drop_nulls(row), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    ).encode("utf-8", "surrogatepass")
 
 
 def explicit_id(row: dict[str, Any]) -> str | None:
@@ -72,7 +74,9 @@ def sample_id(dataset: str, key: str, turn: int) -> str:
     return f"{dataset}/{key}/{turn}"
 
 
-def select_turns(messages: list[dict[str, Any]], turns: str) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+def select_turns(
+    messages: list[dict[str, Any]], turns: str
+) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     """`(turn, prompt messages)` for each assistant turn to regenerate, in conversation order.
 
     `turn` numbers the row's assistant turns from 0; a pending turn (the conversation ends with
@@ -84,7 +88,7 @@ def select_turns(messages: list[dict[str, Any]], turns: str) -> Iterator[tuple[i
         if pending:
             yield len(positions), messages
         elif positions:
-            yield len(positions) - 1, messages[:positions[-1]]
+            yield len(positions) - 1, messages[: positions[-1]]
         return
     for turn, pos in enumerate(positions):
         yield turn, messages[:pos]

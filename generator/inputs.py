@@ -16,9 +16,10 @@ pull it in a thread (`await asyncio.to_thread(next, it, None)`); the worker pool
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Container, Iterator
+from typing import Any
 
 from draftgen.spec import DatasetSpec, GenerationJob
 
@@ -30,7 +31,7 @@ from .samples import Reject, Sample
 from .selection import select_rows
 from .sources import SourceError, list_files, resolve_source
 
-__all__ = ["iter_samples", "open_tokenizer", "dataset_files", "SourceError", "IntegrityError"]
+__all__ = ["IntegrityError", "SourceError", "dataset_files", "iter_samples", "open_tokenizer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +50,21 @@ def dataset_files(dataset: DatasetSpec, base_dir: Path) -> list[Path]:
 
 def _key_hash(key: str) -> int:
     # 8 bytes per row for duplicate detection, instead of the key strings themselves.
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+    return int.from_bytes(
+        hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big"
+    )
 
 
-def _plan(dataset: DatasetSpec, base_dir: Path, ctx: TokenizerContext, skip_ids: Container[str],
-          max_prompt_tokens: int | None) -> Iterator[Any]:
+def _plan(
+    dataset: DatasetSpec,
+    base_dir: Path,
+    ctx: TokenizerContext,
+    skip_ids: Container[str],
+    max_prompt_tokens: int | None,
+) -> Iterator[Any]:
     """Rows → finished items (rejects, pretokenized samples) and `RenderJob`s, in order."""
     name = dataset.name
-    seen: set[int] = set()       # 8-byte hashes of the keys taken so far
+    seen: set[int] = set()  # 8-byte hashes of the keys taken so far
     repeats: dict[int, int] = {}  # copies seen of rows repeated verbatim
     for row in select_rows(dataset_files(dataset, base_dir), dataset.selection):
         if row.error is not None:
@@ -68,8 +76,13 @@ def _plan(dataset: DatasetSpec, base_dir: Path, ctx: TokenizerContext, skip_ids:
         h = _key_hash(key)
         if h in seen:
             if explicit_id(data) is not None:
-                yield Reject(name, row.index, None, "duplicate_id",
-                             f"id {key!r} was already taken by an earlier row of this dataset")
+                yield Reject(
+                    name,
+                    row.index,
+                    None,
+                    "duplicate_id",
+                    f"id {key!r} was already taken by an earlier row of this dataset",
+                )
                 continue
             repeats[h] = repeats.get(h, 1) + 1
             key = repeat_key(key, repeats[h])
@@ -98,21 +111,40 @@ def _plan(dataset: DatasetSpec, base_dir: Path, ctx: TokenizerContext, skip_ids:
             if sid in skip_ids:
                 continue
             if not has_question(prompt):
-                yield Reject(name, row.index, sid, "empty_conversation",
-                             f"assistant turn {turn} has only system messages before it")
+                yield Reject(
+                    name,
+                    row.index,
+                    sid,
+                    "empty_conversation",
+                    f"assistant turn {turn} has only system messages before it",
+                )
                 continue
-            yield RenderJob(prompt, conv.tools,
-                            _Pending(sid, row.index, turn, len(prompt), len(conv.tools or ())))
+            yield RenderJob(
+                prompt,
+                conv.tools,
+                _Pending(sid, row.index, turn, len(prompt), len(conv.tools or ())),
+            )
 
 
 def _too_long(name: str, index: int, sid: str, n: int, limit: int) -> Reject:
-    return Reject(name, index, sid, "prompt_too_long",
-                  f"{n} prompt tokens; the server accepts at most {limit}")
+    return Reject(
+        name,
+        index,
+        sid,
+        "prompt_too_long",
+        f"{n} prompt tokens; the server accepts at most {limit}",
+    )
 
 
-def iter_samples(job: GenerationJob, dataset: DatasetSpec, *, base_dir: Path,
-                 tokenizer_ctx: TokenizerContext, skip_ids: Container[str] = (),
-                 max_prompt_tokens: int | None = None) -> Iterator[Sample | Reject]:
+def iter_samples(
+    job: GenerationJob,
+    dataset: DatasetSpec,
+    *,
+    base_dir: Path,
+    tokenizer_ctx: TokenizerContext,
+    skip_ids: Container[str] = (),
+    max_prompt_tokens: int | None = None,
+) -> Iterator[Sample | Reject]:
     """The dataset's samples and rejects, lazily, in selection order (see the module docstring).
 
     `max_prompt_tokens` is the longest prompt the server accepts; longer prompts become
@@ -135,7 +167,9 @@ def iter_samples(job: GenerationJob, dataset: DatasetSpec, *, base_dir: Path,
             yield Reject(name, p.source_index, p.id, "template_error", rendered.error or "no ids")
             continue
         if not rendered.ids:
-            yield Reject(name, p.source_index, p.id, "empty_prompt", "the chat template rendered nothing")
+            yield Reject(
+                name, p.source_index, p.id, "empty_prompt", "the chat template rendered nothing"
+            )
             continue
         strict_prefix = rendered_count < STRICT_TOOL_SAMPLES
         rendered_count += 1
@@ -144,9 +178,15 @@ def iter_samples(job: GenerationJob, dataset: DatasetSpec, *, base_dir: Path,
                 raise IntegrityError(
                     f"model.generationPrefix: datasets[{name}] row {p.source_index}: the rendered "
                     f"prompt does not end with {prefix!r}; set model.chatTemplateKwargs so the "
-                    "template adds it for these conversations, or correct model.generationPrefix")
-            yield Reject(name, p.source_index, p.id, "missing_generation_prefix",
-                         f"the rendered prompt does not end with {prefix!r}")
+                    "template adds it for these conversations, or correct model.generationPrefix"
+                )
+            yield Reject(
+                name,
+                p.source_index,
+                p.id,
+                "missing_generation_prefix",
+                f"the rendered prompt does not end with {prefix!r}",
+            )
             continue
         if p.num_tools:
             strict_tools = tool_count < STRICT_TOOL_SAMPLES
@@ -154,11 +194,22 @@ def iter_samples(job: GenerationJob, dataset: DatasetSpec, *, base_dir: Path,
             if rendered.missing_tools:
                 if strict_tools:
                     raise tools_dropped_error(name, p.source_index, rendered.missing_tools)
-                yield Reject(name, p.source_index, p.id, "tools_missing",
-                             "the rendered prompt lacks the tools " + ", ".join(rendered.missing_tools))
+                yield Reject(
+                    name,
+                    p.source_index,
+                    p.id,
+                    "tools_missing",
+                    "the rendered prompt lacks the tools " + ", ".join(rendered.missing_tools),
+                )
                 continue
         if max_prompt_tokens is not None and len(rendered.ids) > max_prompt_tokens:
             yield _too_long(name, p.source_index, p.id, len(rendered.ids), max_prompt_tokens)
             continue
-        yield Sample(p.id, name, p.source_index, p.turn, rendered.ids,
-                     {"num_tools": p.num_tools, "prompt_messages": p.prompt_messages})
+        yield Sample(
+            p.id,
+            name,
+            p.source_index,
+            p.turn,
+            rendered.ids,
+            {"num_tools": p.num_tools, "prompt_messages": p.prompt_messages},
+        )

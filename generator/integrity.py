@@ -24,15 +24,20 @@ from typing import Any
 
 PROBE_MESSAGES = [{"role": "user", "content": "What is the weather in Paris today?"}]
 PROBE_TOOL_NAME = "draftgen_probe_lookup_weather"
-PROBE_TOOLS = [{
-    "type": "function",
-    "function": {
-        "name": PROBE_TOOL_NAME,
-        "description": "Look up the current weather for a city.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                       "required": ["city"]},
-    },
-}]
+PROBE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": PROBE_TOOL_NAME,
+            "description": "Look up the current weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 # How many tool-bearing samples of a dataset are checked strictly: a template that drops tools
 # (or drops the kind of tools this dataset has) shows on the first ones, and then no data should
@@ -50,7 +55,9 @@ def _show(text: str, tail: int = 80) -> str:
     return repr(text if len(text) <= tail else "…" + text[-tail:])
 
 
-def check_special_tokens(tokenizer: Any, tokens: list[str], encode_kwargs: dict[str, Any]) -> dict[str, int]:
+def check_special_tokens(
+    tokenizer: Any, tokens: list[str], encode_kwargs: dict[str, Any]
+) -> dict[str, int]:
     """Each token must encode to exactly one id that decodes back to it; returns token → id."""
     found: dict[str, int] = {}
     problems = []
@@ -58,7 +65,9 @@ def check_special_tokens(tokenizer: Any, tokens: list[str], encode_kwargs: dict[
         ids = list(tokenizer.encode(token, **encode_kwargs))
         if len(ids) != 1:
             pieces = [tokenizer.decode([i], skip_special_tokens=False) for i in ids]
-            problems.append(f"{token!r} encodes to {len(ids)} ids {ids} ({', '.join(map(repr, pieces))})")
+            problems.append(
+                f"{token!r} encodes to {len(ids)} ids {ids} ({', '.join(map(repr, pieces))})"
+            )
             continue
         back = tokenizer.decode(ids, skip_special_tokens=False)
         if back != token:
@@ -70,13 +79,14 @@ def check_special_tokens(tokenizer: Any, tokens: list[str], encode_kwargs: dict[
             "model.specialTokens: each must be exactly one vocabulary id of the tokenizer, but "
             + "; ".join(problems)
             + ". Point model.tokenizer (or model.weights) at the target model's own tokenizer, or "
-              "remove the token from model.specialTokens if the model does not have it"
+            "remove the token from model.specialTokens if the model does not have it"
         )
     return found
 
 
-def check_generation_prefix(text: str | None, ids: list[int], prefix: str, prefix_ids: list[int],
-                            what: str) -> None:
+def check_generation_prefix(
+    text: str | None, ids: list[int], prefix: str, prefix_ids: list[int], what: str
+) -> None:
     """The rendered prompt must end with the generation prefix, as text and as ids."""
     if text is not None and not text.endswith(prefix):
         raise IntegrityError(
@@ -85,10 +95,10 @@ def check_generation_prefix(text: str | None, ids: list[int], prefix: str, prefi
             f"(e.g. {{thinking: true}} for Kimi, {{enable_thinking: true}} for Qwen3) or correct "
             "model.generationPrefix"
         )
-    if prefix_ids and list(ids[-len(prefix_ids):]) != list(prefix_ids):
+    if prefix_ids and list(ids[-len(prefix_ids) :]) != list(prefix_ids):
         raise IntegrityError(
             f"model.generationPrefix: the {what} ends with {prefix!r} as text but its last ids "
-            f"{list(ids[-len(prefix_ids):])} are not {list(prefix_ids)} (the prefix merges with "
+            f"{list(ids[-len(prefix_ids) :])} are not {list(prefix_ids)} (the prefix merges with "
             "the text before it); make the prefix a special token of the tokenizer"
         )
 
@@ -113,14 +123,20 @@ def tokenizer_fingerprint(tokenizer: Any) -> dict[str, Any]:
     `vocab_size` (ids are below it), `eos_token_ids`, `special_token_ids`, and the template's hash."""
     special: dict[str, int] = {}
     for token in list(getattr(tokenizer, "all_special_tokens", [])) + [
-            str(t) for t in getattr(tokenizer, "added_tokens_decoder", {}).values()
-            if getattr(t, "special", False)]:
+        str(t)
+        for t in getattr(tokenizer, "added_tokens_decoder", {}).values()
+        if getattr(t, "special", False)
+    ]:
         tid = tokenizer.convert_tokens_to_ids(token)
         if isinstance(tid, int) and tid >= 0:
             special[token] = tid
     eos = tokenizer.eos_token_id
     eos_ids = sorted({eos} if isinstance(eos, int) else set(eos or ()))
-    template = tokenizer.chat_template if isinstance(getattr(tokenizer, "chat_template", None), str) else None
+    template = (
+        tokenizer.chat_template
+        if isinstance(getattr(tokenizer, "chat_template", None), str)
+        else None
+    )
     return {
         "name_or_path": str(getattr(tokenizer, "name_or_path", "")),
         "class": type(tokenizer).__name__,

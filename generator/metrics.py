@@ -4,8 +4,14 @@ zero after a restart."""
 
 from __future__ import annotations
 
-from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram,
-                               disable_created_metrics, start_http_server)
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    start_http_server,
+)
 
 from draftgen.contract import metrics as names
 from draftgen.contract.metrics import Metric
@@ -44,8 +50,9 @@ class GeneratorMetrics:
         self.requests_in_flight = _gauge(names.REQUESTS_IN_FLIGHT, r)
         self.tokens_in_flight = _gauge(names.TOKENS_IN_FLIGHT, r)
         latency = names.REQUEST_LATENCY
-        self.latency = Histogram(latency.name, latency.help, list(latency.labels),
-                                 buckets=LATENCY_BUCKETS, registry=r)
+        self.latency = Histogram(
+            latency.name, latency.help, list(latency.labels), buckets=LATENCY_BUCKETS, registry=r
+        )
         self.throughput = _gauge(names.THROUGHPUT, r)
         self.eta = _gauge(names.ETA, r)
         self.job_done = _gauge(names.JOB_DONE, r)
@@ -67,8 +74,14 @@ class GeneratorMetrics:
             self.rejects.labels(ds, reason).inc(n)
         self.update_dataset(ledger)
 
-    def record(self, ledger: Ledger, finish_reason: str, prompt_tokens: int,
-               completion_tokens: int, latency: float) -> None:
+    def record(
+        self,
+        ledger: Ledger,
+        finish_reason: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        latency: float,
+    ) -> None:
         ds = ledger.dataset
         self.samples.labels(ds, finish_reason).inc()
         self.completion_tokens.labels(ds, finish_reason).inc(completion_tokens)

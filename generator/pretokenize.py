@@ -15,11 +15,12 @@ import os
 import threading
 from array import array
 from collections import deque
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from draftgen.spec import GenerationJob
 
@@ -28,12 +29,21 @@ from .render import Rendered, Renderer, RenderSettings, probe_settings
 from .tokenizer import TokenizerError, encode_kwargs_for, load_tokenizer, resolve_tokenizer_location
 
 # The input side and the tests import these from here.
-__all__ = ["BATCH_PROMPTS", "BATCH_UNITS", "RenderJob", "Rendered", "RenderSettings",
-           "TokenizerContext", "TokenizerError", "load_tokenizer", "open_tokenizer",
-           "resolve_tokenizer_location"]
+__all__ = [
+    "BATCH_PROMPTS",
+    "BATCH_UNITS",
+    "RenderJob",
+    "RenderSettings",
+    "Rendered",
+    "TokenizerContext",
+    "TokenizerError",
+    "load_tokenizer",
+    "open_tokenizer",
+    "resolve_tokenizer_location",
+]
 
 BATCH_PROMPTS = 32  # prompts per task: amortizes the pickling round trip and the batch encode
-BATCH_UNITS = 256   # items (incl. rejects) per batch at most, so memory stays bounded
+BATCH_UNITS = 256  # items (incl. rejects) per batch at most, so memory stays bounded
 
 
 # ------------------------------------------------------------------------------ worker process
@@ -66,8 +76,15 @@ def _render_batch(jobs: list[tuple[list[dict], list[dict] | None]]) -> list[tupl
     (whose CPU the request side's event loop shares) unpickles in a third of the time a list of
     Python ints takes."""
     assert _WORKER is not None, "tokenizer worker not initialised"
-    return [(None if r.ids is None else array("I", r.ids).tobytes(), r.error, r.prefix_ok,
-             r.missing_tools) for r in _WORKER.render_many(jobs)]
+    return [
+        (
+            None if r.ids is None else array("I", r.ids).tobytes(),
+            r.error,
+            r.prefix_ok,
+            r.missing_tools,
+        )
+        for r in _WORKER.render_many(jobs)
+    ]
 
 
 def _unpack(packed: tuple) -> Rendered:
@@ -76,6 +93,7 @@ def _unpack(packed: tuple) -> Rendered:
 
 
 # ---------------------------------------------------------------------------------- context
+
 
 @dataclass(slots=True)
 class RenderJob:
@@ -89,8 +107,13 @@ class RenderJob:
 class TokenizerContext:
     """The tokenizer, its worker pool and the facts the integrity checks established."""
 
-    def __init__(self, tokenizer: Any, settings: RenderSettings, workers: int,
-                 special_token_ids: dict[str, int]) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        settings: RenderSettings,
+        workers: int,
+        special_token_ids: dict[str, int],
+    ) -> None:
         self.tokenizer = tokenizer
         self.settings = settings
         self.renderer = Renderer(tokenizer, settings)
@@ -104,8 +127,11 @@ class TokenizerContext:
         self._inline_lock = threading.Lock()
         if workers > 0:
             self._pool = ProcessPoolExecutor(
-                max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_worker_init, initargs=(settings,))
+                max_workers=workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_init,
+                initargs=(settings,),
+            )
 
     def __enter__(self) -> TokenizerContext:
         return self
@@ -134,7 +160,9 @@ class TokenizerContext:
                 if future is not None:
                     future.cancel()
 
-    def _stream(self, source: Iterator[Any], inflight: deque) -> Iterator[tuple[Any, Rendered | None]]:
+    def _stream(
+        self, source: Iterator[Any], inflight: deque
+    ) -> Iterator[tuple[Any, Rendered | None]]:
         exhausted = False
         while True:
             while not exhausted and len(inflight) < (self.prefetch if self._pool else 1):
@@ -160,12 +188,17 @@ class TokenizerContext:
                 try:
                     results = map(_unpack, future.result())
                 except BrokenProcessPool as err:
-                    raise TokenizerError(f"a tokenizer worker died ({err}); lower "
-                                         "generator.tokenizerWorkers or give the generator more memory") from None
+                    raise TokenizerError(
+                        f"a tokenizer worker died ({err}); lower "
+                        "generator.tokenizerWorkers or give the generator more memory"
+                    ) from None
             else:
                 with self._inline_lock:  # a fast tokenizer is not safe to share between threads
-                    results = iter(self.renderer.render_many(
-                        [(u.messages, u.tools) for u in batch if isinstance(u, RenderJob)]))
+                    results = iter(
+                        self.renderer.render_many(
+                            [(u.messages, u.tools) for u in batch if isinstance(u, RenderJob)]
+                        )
+                    )
             for unit in batch:
                 yield unit, (next(results) if isinstance(unit, RenderJob) else None)
 
@@ -174,7 +207,9 @@ def _needs_template(job: GenerationJob) -> bool:
     return any(ds.format != "pretokenized" for ds in job.spec.datasets)
 
 
-def open_tokenizer(job: GenerationJob, base_dir: Path, *, workers: int | None = None) -> TokenizerContext:
+def open_tokenizer(
+    job: GenerationJob, base_dir: Path, *, workers: int | None = None
+) -> TokenizerContext:
     """Load the tokenizer, refuse to start on an integrity failure, start the worker pool.
 
     `workers` overrides `spec.generator.tokenizer_workers`; 0 renders in this process.
@@ -186,9 +221,18 @@ def open_tokenizer(job: GenerationJob, base_dir: Path, *, workers: int | None = 
     special = check_special_tokens(tokenizer, list(model.special_tokens), encode_kwargs)
     prefix = model.generation_prefix or None
     prefix_ids = tuple(tokenizer.encode(prefix, **encode_kwargs)) if prefix else ()
-    settings = RenderSettings(location, model.trust_remote_code, dict(model.chat_template_kwargs),
-                              prefix, prefix_ids, "text", encode_kwargs)
+    settings = RenderSettings(
+        location,
+        model.trust_remote_code,
+        dict(model.chat_template_kwargs),
+        prefix,
+        prefix_ids,
+        "text",
+        encode_kwargs,
+    )
     if _needs_template(job):
-        settings = probe_settings(tokenizer, settings, any(ds.format == "glaive" for ds in job.spec.datasets))
+        settings = probe_settings(
+            tokenizer, settings, any(ds.format == "glaive" for ds in job.spec.datasets)
+        )
     n = job.spec.generator.tokenizer_workers if workers is None else workers
     return TokenizerContext(tokenizer, settings, n, special)

@@ -7,7 +7,8 @@ import logging
 import sys
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from draftgen.plan.eta import format_duration, remaining_completion_tokens
 
@@ -48,9 +49,13 @@ def remaining_tokens(ledger: Ledger) -> float | None:
     b = ledger.budget
     n = ledger.samples
     return remaining_completion_tokens(
-        b.completion_tokens, b.total_tokens, b.max_samples,
-        ledger.prompt_tokens / n if n else None, ledger.completion_tokens / n if n else None,
-        ledger.completion_tokens)
+        b.completion_tokens,
+        b.total_tokens,
+        b.max_samples,
+        ledger.prompt_tokens / n if n else None,
+        ledger.completion_tokens / n if n else None,
+        ledger.completion_tokens,
+    )
 
 
 def eta_seconds(ledgers: Sequence[Ledger], rate: float) -> float | None:
@@ -95,14 +100,15 @@ def _state(ledger: Ledger) -> str:
 class Progress:
     """Shows progress every `interval` seconds; `live` picks the terminal display."""
 
-    def __init__(self, ledgers: Sequence[Ledger], *, live: bool | None = None,
-                 interval: float | None = None) -> None:
+    def __init__(
+        self, ledgers: Sequence[Ledger], *, live: bool | None = None, interval: float | None = None
+    ) -> None:
         self.ledgers = ledgers
         self.live = sys.stderr.isatty() if live is None else live
         self.interval = interval if interval is not None else (0.5 if self.live else 10.0)
         self._last = 0.0
         self._display: Live | None = None
-        self._rates: dict[str, RateMeter] = {l.dataset: RateMeter() for l in ledgers}
+        self._rates: dict[str, RateMeter] = {ledger.dataset: RateMeter() for ledger in ledgers}
 
     def add_tokens(self, dataset: str, tokens: int) -> None:
         self._rates[dataset].add(tokens)
@@ -112,8 +118,12 @@ class Progress:
             from rich.console import Console
             from rich.live import Live
 
-            display = Live(self._table(0.0, None, 0), console=Console(stderr=True),
-                           refresh_per_second=4, transient=False)
+            display = Live(
+                self._table(0.0, None, 0),
+                console=Console(stderr=True),
+                refresh_per_second=4,
+                transient=False,
+            )
             display.__enter__()
             self._display = display
         return self
@@ -127,23 +137,46 @@ class Progress:
         from rich.progress_bar import ProgressBar
         from rich.table import Table
 
-        table = Table(title=f"draftgen  {rate:,.0f} tok/s  {in_flight} in flight  ETA {_fmt_eta(eta)}",
-                      expand=False)
-        for col in ("dataset", "progress", "", "tokens / budget", "tok/s", "ETA", "samples",
-                    "trunc", "rejects", "state"):
-            table.add_column(col, justify="left" if col in ("dataset", "tokens / budget", "state")
-                             else "right", no_wrap=True)
+        table = Table(
+            title=f"draftgen  {rate:,.0f} tok/s  {in_flight} in flight  ETA {_fmt_eta(eta)}",
+            expand=False,
+        )
+        for col in (
+            "dataset",
+            "progress",
+            "",
+            "tokens / budget",
+            "tok/s",
+            "ETA",
+            "samples",
+            "trunc",
+            "rejects",
+            "state",
+        ):
+            table.add_column(
+                col,
+                justify="left" if col in ("dataset", "tokens / budget", "state") else "right",
+                no_wrap=True,
+            )
         for ledger in self.ledgers:
             frac = ledger.fraction_done()
             ds_rate = self._rates[ledger.dataset].rate()
             left = remaining_tokens(ledger)
-            ds_eta = 0.0 if ledger.done else (left / ds_rate if left is not None and ds_rate > 0 else None)
+            ds_eta = (
+                0.0
+                if ledger.done
+                else (left / ds_rate if left is not None and ds_rate > 0 else None)
+            )
             table.add_row(
                 ledger.dataset,
                 ProgressBar(total=1.0, completed=1.0 if ledger.done else (frac or 0.0), width=20),
                 "-" if frac is None else f"{100 * frac:.0f}%",
-                _budget_text(ledger), f"{ds_rate:,.0f}", _fmt_eta(ds_eta), f"{ledger.samples:,}",
-                f"{100 * ledger.truncation_rate:.1f}%", f"{sum(ledger.rejects.values())}",
+                _budget_text(ledger),
+                f"{ds_rate:,.0f}",
+                _fmt_eta(ds_eta),
+                f"{ledger.samples:,}",
+                f"{100 * ledger.truncation_rate:.1f}%",
+                f"{sum(ledger.rejects.values())}",
                 _state(ledger),
             )
         return table
@@ -156,6 +189,13 @@ class Progress:
         if self._display is not None:
             self._display.update(self._table(rate, eta, in_flight))
             return
-        parts = [f"{l.dataset}: {_budget_text(l)} {_state(l)}" for l in self.ledgers]
-        log.info("%.0f tok/s, %d in flight, ETA %s | %s", rate, in_flight, _fmt_eta(eta),
-                 " | ".join(parts))
+        parts = [
+            f"{ledger.dataset}: {_budget_text(ledger)} {_state(ledger)}" for ledger in self.ledgers
+        ]
+        log.info(
+            "%.0f tok/s, %d in flight, ETA %s | %s",
+            rate,
+            in_flight,
+            _fmt_eta(eta),
+            " | ".join(parts),
+        )

@@ -4,8 +4,9 @@ the manifests (one per dataset, one for the job) together with the job-level gau
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from draftgen.contract import layout
 from draftgen.spec import GenerationJob
@@ -29,28 +30,51 @@ class DatasetOutput(Protocol):
     def writer(self) -> DatasetWriter: ...
 
 
-def generation_record(dataset: str, sample: Sample, result: Generation, params: dict[str, Any],
-                      server: str, attempts: int, latency: float) -> dict[str, Any]:
+def generation_record(
+    dataset: str,
+    sample: Sample,
+    result: Generation,
+    params: dict[str, Any],
+    server: str,
+    attempts: int,
+    latency: float,
+) -> dict[str, Any]:
     """One line of a shard: the prompt's ids, the server's answer, and how it was obtained."""
-    meta: dict[str, Any] = {"sampling": params, "cached_tokens": result.cached_tokens,
-                            "e2e_latency": result.e2e_latency or latency,
-                            "server": server, "attempts": attempts,
-                            "created_at": time.time()}
+    meta: dict[str, Any] = {
+        "sampling": params,
+        "cached_tokens": result.cached_tokens,
+        "e2e_latency": result.e2e_latency or latency,
+        "server": server,
+        "attempts": attempts,
+        "created_at": time.time(),
+    }
     if sample.info:
         meta["sample"] = sample.info
     return {
-        "id": sample.id, "dataset": dataset, "source_index": sample.source_index,
-        "turn": sample.turn, "input_ids": sample.input_ids, "output_ids": result.output_ids,
-        "prompt_tokens": len(sample.input_ids), "completion_tokens": len(result.output_ids),
-        "finish_reason": result.finish_reason, "matched_stop": result.matched_stop,
+        "id": sample.id,
+        "dataset": dataset,
+        "source_index": sample.source_index,
+        "turn": sample.turn,
+        "input_ids": sample.input_ids,
+        "output_ids": result.output_ids,
+        "prompt_tokens": len(sample.input_ids),
+        "completion_tokens": len(result.output_ids),
+        "finish_reason": result.finish_reason,
+        "matched_stop": result.matched_stop,
         "meta": meta,
     }
 
 
 def reject_record(r: Reject) -> dict[str, Any]:
     """One line of `rejects.jsonl`."""
-    return {"dataset": r.dataset, "source_index": r.source_index, "id": r.id,
-            "reason": r.reason, "detail": r.detail, "created_at": time.time()}
+    return {
+        "dataset": r.dataset,
+        "source_index": r.source_index,
+        "id": r.id,
+        "reason": r.reason,
+        "detail": r.detail,
+        "created_at": time.time(),
+    }
 
 
 def reject_key(r: Reject) -> tuple:
@@ -58,8 +82,13 @@ def reject_key(r: Reject) -> tuple:
     return (r.id, r.source_index, r.reason)
 
 
-def write_manifests(output: Path, job: GenerationJob, datasets: Sequence[DatasetOutput],
-                    rate: float, metrics: GeneratorMetrics) -> None:
+def write_manifests(
+    output: Path,
+    job: GenerationJob,
+    datasets: Sequence[DatasetOutput],
+    rate: float,
+    metrics: GeneratorMetrics,
+) -> None:
     """Rewrite every dataset's manifest and the job's, and set the throughput, ETA and done
     gauges from the same figures."""
     ledgers = [d.ledger for d in datasets]
@@ -67,18 +96,23 @@ def write_manifests(output: Path, job: GenerationJob, datasets: Sequence[Dataset
     metrics.throughput.set(rate)
     if eta is not None:
         metrics.eta.set(eta)
-    done = all(l.done for l in ledgers)
+    done = all(ledger.done for ledger in ledgers)
     metrics.job_done.set(1 if done else 0)
     manifests = {}
     for ds in datasets:
         manifests[ds.name] = ds.ledger.manifest()
         ds.writer.write_manifest(manifests[ds.name])
-    atomic_write_json(layout.job_manifest(output), {
-        "job": job.metadata.name, "model": job.spec.model.weights,
-        "datasets": manifests,
-        "completion_tokens": sum(l.completion_tokens for l in ledgers),
-        "samples": sum(l.samples for l in ledgers),
-        "throughput_tokens_per_second": round(rate, 3),
-        "eta_seconds": None if eta is None else round(eta, 1),
-        "updated_at": time.time(), "done": done,
-    })
+    atomic_write_json(
+        layout.job_manifest(output),
+        {
+            "job": job.metadata.name,
+            "model": job.spec.model.weights,
+            "datasets": manifests,
+            "completion_tokens": sum(ledger.completion_tokens for ledger in ledgers),
+            "samples": sum(ledger.samples for ledger in ledgers),
+            "throughput_tokens_per_second": round(rate, 3),
+            "eta_seconds": None if eta is None else round(eta, 1),
+            "updated_at": time.time(),
+            "done": done,
+        },
+    )

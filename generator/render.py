@@ -17,11 +17,18 @@ template; about 40 µs of a 1,300-token prompt's 500 µs).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
-from .integrity import (PROBE_MESSAGES, PROBE_TOOL_NAME, PROBE_TOOLS, IntegrityError,
-                        check_generation_prefix, missing_tool_names)
+from .integrity import (
+    PROBE_MESSAGES,
+    PROBE_TOOL_NAME,
+    PROBE_TOOLS,
+    IntegrityError,
+    check_generation_prefix,
+    missing_tool_names,
+)
 
 
 @dataclass(frozen=True)
@@ -64,18 +71,28 @@ class Renderer:
         self.settings = settings
         self._backend = _backend(tokenizer) if settings.backend_encode else None
         self._add_special = settings.encode_kwargs.get("add_special_tokens", True)
-        self._encode_batch = getattr(self._backend, "encode_batch_fast", None) \
-            if settings.batch_encode else None
+        self._encode_batch = (
+            getattr(self._backend, "encode_batch_fast", None) if settings.batch_encode else None
+        )
 
     def text(self, messages: list[dict], tools: list[dict] | None) -> str:
         return self.tokenizer.apply_chat_template(
-            messages, tools=tools or None, add_generation_prompt=True, tokenize=False,
-            **self.settings.chat_template_kwargs)
+            messages,
+            tools=tools or None,
+            add_generation_prompt=True,
+            tokenize=False,
+            **self.settings.chat_template_kwargs,
+        )
 
     def ids_direct(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
         out = self.tokenizer.apply_chat_template(
-            messages, tools=tools or None, add_generation_prompt=True, tokenize=True,
-            return_dict=False, **self.settings.chat_template_kwargs)
+            messages,
+            tools=tools or None,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+            **self.settings.chat_template_kwargs,
+        )
         return list(out)
 
     def encode(self, text: str) -> list[int]:
@@ -115,8 +132,10 @@ class Renderer:
         except Exception:  # one text the tokenizer refuses: find it, the others go on
             encoded = iter([self._encode_or_error(t) for t in ok])
         out = []
-        for (messages, tools), text in zip(jobs, texts):
-            ids: list[int] | BaseException = text if isinstance(text, BaseException) else next(encoded)
+        for (_messages, tools), text in zip(jobs, texts):
+            ids: list[int] | BaseException = (
+                text if isinstance(text, BaseException) else next(encoded)
+            )
             if isinstance(ids, BaseException):
                 out.append(Rendered(None, f"{type(ids).__name__}: {ids}"))
             else:
@@ -141,8 +160,9 @@ class Renderer:
         s = self.settings
         prefix_ok = True
         if s.generation_prefix:
-            prefix_ok = (text is None or text.endswith(s.generation_prefix)) and \
-                tuple(ids[-len(s.prefix_ids):]) == s.prefix_ids
+            prefix_ok = (text is None or text.endswith(s.generation_prefix)) and tuple(
+                ids[-len(s.prefix_ids) :]
+            ) == s.prefix_ids
         missing = []
         if tools:
             missing = missing_tool_names(self.decode(ids), tools)
@@ -157,7 +177,8 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
         raise IntegrityError(
             "model.tokenizer: the tokenizer has no chat template, so prompts cannot be rendered "
             "in the model's format; use the model's own tokenizer directory (with "
-            "chat_template.jinja or a chat_template in tokenizer_config.json)")
+            "chat_template.jinja or a chat_template in tokenizer_config.json)"
+        )
     renderer = Renderer(tokenizer, settings)
     tools = PROBE_TOOLS if with_tools else None
     try:
@@ -166,7 +187,8 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
         raise IntegrityError(
             f"model.tokenizer: the chat template fails on a one-message probe conversation "
             f"({type(err).__name__}: {err}); check model.chatTemplateKwargs "
-            f"{settings.chat_template_kwargs} and that the template belongs to this model") from None
+            f"{settings.chat_template_kwargs} and that the template belongs to this model"
+        ) from None
     via_text = renderer.encode(probe_text)
     text: str | None = probe_text
     try:
@@ -180,17 +202,25 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
         ids = via_text
         # Encoding with the Rust tokenizer directly, and a batch at a time, is taken only where
         # it gives the same ids as the tokenizer's own encode.
-        samples = [probe_text, probe_text + " x\n" + probe_text[:40], "", " \n\t  é 東京 🙂 <think>"]
+        samples = [
+            probe_text,
+            probe_text + " x\n" + probe_text[:40],
+            "",
+            " \n\t  é 東京 🙂 <think>",
+        ]
         reference = [renderer.encode(t) for t in samples]
         fast = Renderer(tokenizer, RenderSettings(**{**settings.__dict__, "backend_encode": True}))
         if fast._backend is not None and [fast.encode(t) for t in samples] == reference:
             settings = fast.settings
-            batched = Renderer(tokenizer, RenderSettings(**{**settings.__dict__, "batch_encode": True}))
+            batched = Renderer(
+                tokenizer, RenderSettings(**{**settings.__dict__, "batch_encode": True})
+            )
             if batched._encode_batch is not None and batched.encode_many(samples) == reference:
                 settings = batched.settings
     if settings.generation_prefix:
-        check_generation_prefix(text, ids, settings.generation_prefix, list(settings.prefix_ids),
-                                "probe prompt")
+        check_generation_prefix(
+            text, ids, settings.generation_prefix, list(settings.prefix_ids), "probe prompt"
+        )
     if with_tools:
         decoded = tokenizer.decode(ids, skip_special_tokens=False)
         if missing_tool_names(decoded, PROBE_TOOLS):
@@ -198,5 +228,6 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
                 f"model.tokenizer: a dataset has format glaive (tools), but the chat template drops "
                 f"tools: a probe prompt rendered with a tool named {PROBE_TOOL_NAME!r} does not "
                 "contain it. Use the target model's own tokenizer and chat template "
-                "(model.tokenizer), one whose template declares `tools`")
+                "(model.tokenizer), one whose template declares `tools`"
+            )
     return settings

@@ -7,17 +7,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
-
-from draftgen.spec import Budget
 
 from draftgen.contract import layout
+from draftgen.spec import Budget
 
 from .budget import Ledger
 
 log = logging.getLogger(__name__)
+
 
 @dataclass
 class DatasetState:
@@ -68,16 +68,20 @@ def read_lines_dropping_torn(path: Path) -> Iterator[tuple[int, dict | None]]:
     if complete and obj is not None:
         yield number, obj
         return
-    log.warning("%s: dropping a torn last line (%d bytes) left by an interrupted write",
-                path, offset - start)
+    log.warning(
+        "%s: dropping a torn last line (%d bytes) left by an interrupted write",
+        path,
+        offset - start,
+    )
     with open(path, "r+b") as f:
         f.truncate(start)
         f.flush()
         os.fsync(f.fileno())
 
 
-def scan_dataset(directory: Path, name: str, budget: Budget, *,
-                 shard_max_records: int) -> DatasetState:
+def scan_dataset(
+    directory: Path, name: str, budget: Budget, *, shard_max_records: int
+) -> DatasetState:
     """Rebuild one dataset's state from `directory` (which may not exist yet)."""
     state = DatasetState(ledger=Ledger(dataset=name, budget=budget))
     shards = layout.shard_files(directory)

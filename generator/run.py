@@ -13,17 +13,18 @@ import logging
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
 
 from draftgen.spec import DatasetSpec, GenerationJob
 
 from .admission import budget_admits, pick_server, progress_speed, samples_admit
-from .budget import Ledger
 from .attempts import attempt
+from .budget import Ledger
 from .client import Generation, sampling_params
 from .datasets import Dataset, Flight, open_datasets
 from .feed import Feed
@@ -34,7 +35,7 @@ from .records import generation_record, reject_key, reject_record, write_manifes
 from .samples import Reject, Sample
 from .writer import DiskFull
 
-__all__ = ["Runner", "Settings", "SampleSource", "RunError", "ServersDown"]
+__all__ = ["RunError", "Runner", "SampleSource", "ServersDown", "Settings"]
 
 log = logging.getLogger("draftgen.generate")
 
@@ -69,9 +70,11 @@ class Settings:
 class Runner:
     """One `draftgen generate` run."""
 
-    def __init__(self, job: GenerationJob, settings: Settings, source: SampleSource,
-                 tokenizer: Any = None) -> None:
+    def __init__(
+        self, job: GenerationJob, settings: Settings, source: SampleSource, tokenizer: Any = None
+    ) -> None:
         self.job = job
+        self._aborts: set[asyncio.Task] = set()
         self.settings = settings
         self.source = source
         self.tokenizer = tokenizer
@@ -80,11 +83,18 @@ class Runner:
         self.rate = RateMeter()
         self.run_nonce = uuid.uuid4().hex[:8]
         self._wake = asyncio.Event()
-        self.fleet = Fleet(settings.servers, request_timeout=self.gen.request_timeout_seconds,
-                           transport=settings.transport, health_timeout=settings.health_timeout,
-                           metrics_interval=settings.metrics_interval, tokenizer=tokenizer,
-                           special_tokens=list(job.spec.model.special_tokens),
-                           metrics=self.metrics, wake=self._wake.set, on_fatal=self._stop_fatal)
+        self.fleet = Fleet(
+            settings.servers,
+            request_timeout=self.gen.request_timeout_seconds,
+            transport=settings.transport,
+            health_timeout=settings.health_timeout,
+            metrics_interval=settings.metrics_interval,
+            tokenizer=tokenizer,
+            special_tokens=list(job.spec.model.special_tokens),
+            metrics=self.metrics,
+            wake=self._wake.set,
+            on_fatal=self._stop_fatal,
+        )
         self.servers = self.fleet.servers
         self.datasets: list[Dataset] = []
         self._rates: deque[float] = deque(maxlen=256)
@@ -148,17 +158,28 @@ class Runner:
 
     def _budget_admits(self, ds: Dataset, sample: Sample, now: float) -> bool:
         b, led = ds.spec.budget, ds.ledger
-        if not samples_admit(max_samples=b.max_samples, done=led.samples,
-                             in_flight=len(ds.flights)):
+        if not samples_admit(
+            max_samples=b.max_samples, done=led.samples, in_flight=len(ds.flights)
+        ):
             return False
         if b.completion_tokens is None and b.total_tokens is None:
             return True
         progress = self._progress(ds, now)
-        return (budget_admits(budget=b.completion_tokens, done=led.completion_tokens,
-                              in_flight=progress, in_flight_known=0, new_known=0, model=ds.model)
-                and budget_admits(budget=b.total_tokens, done=led.total_tokens,
-                                  in_flight=progress, in_flight_known=ds.in_flight_prompt,
-                                  new_known=len(sample.input_ids), model=ds.model))
+        return budget_admits(
+            budget=b.completion_tokens,
+            done=led.completion_tokens,
+            in_flight=progress,
+            in_flight_known=0,
+            new_known=0,
+            model=ds.model,
+        ) and budget_admits(
+            budget=b.total_tokens,
+            done=led.total_tokens,
+            in_flight=progress,
+            in_flight_known=ds.in_flight_prompt,
+            new_known=len(sample.input_ids),
+            model=ds.model,
+        )
 
     def _admit(self) -> None:
         """Start every request the budgets and the servers have room for, datasets taking turns
@@ -179,9 +200,13 @@ class Runner:
                         self._dataset_finished(ds)
                     continue
                 tokens = len(sample.input_ids) + ds.model.predict()
-                index = pick_server([s.view(now) for s in self.servers], tokens, mode=conc.mode,
-                                    max_requests=conc.max_requests,
-                                    tokens_factor=conc.max_tokens_factor)
+                index = pick_server(
+                    [s.view(now) for s in self.servers],
+                    tokens,
+                    mode=conc.mode,
+                    max_requests=conc.max_requests,
+                    tokens_factor=conc.max_tokens_factor,
+                )
                 if index is None:
                     return  # every server is full: wait for an answer
                 ds.pending = None
@@ -214,7 +239,7 @@ class Runner:
             await self._attempts(ds, flight)
         except DiskFull as err:
             self._fatal = err
-        except Exception as err:  # noqa: BLE001 - a bug must stop the run, not vanish in a task
+        except Exception as err:
             log.exception("request %s failed unexpectedly", flight.sample.id)
             self._fatal = err
         finally:
@@ -222,21 +247,36 @@ class Runner:
 
     async def _attempts(self, ds: Dataset, flight: Flight) -> None:
         params = sampling_params(ds.sampling, flight.sample.id)
-        outcome = await attempt(flight, ds.name, params, run_nonce=self.run_nonce,
-                                retries=self.gen.retries, backoff_base=self.settings.backoff_base,
-                                fleet=self.fleet, metrics=self.metrics)
+        outcome = await attempt(
+            flight,
+            ds.name,
+            params,
+            run_nonce=self.run_nonce,
+            retries=self.gen.retries,
+            backoff_base=self.settings.backoff_base,
+            fleet=self.fleet,
+            metrics=self.metrics,
+        )
         if isinstance(outcome, Reject):
             self._reject(ds, outcome)
         elif outcome is not None:
             self._write(ds, flight, outcome.result, params, outcome.attempts, outcome.latency)
 
-    def _write(self, ds: Dataset, flight: Flight, result: Generation, params: dict,
-               attempts: int, latency: float) -> None:
+    def _write(
+        self,
+        ds: Dataset,
+        flight: Flight,
+        result: Generation,
+        params: dict,
+        attempts: int,
+        latency: float,
+    ) -> None:
         if ds.ledger.budget_met and self.gen.on_budget_met == "abort":
             return  # abort mode: nothing lands after the budget is met
         sample = flight.sample
-        record = generation_record(ds.name, sample, result, params, flight.server.client.url,
-                                   attempts, latency)
+        record = generation_record(
+            ds.name, sample, result, params, flight.server.client.url, attempts, latency
+        )
         ds.writer.write_record(record)  # raises DiskFull before anything is counted
         ds.state.done_ids.add(sample.id)
         completion = len(result.output_ids)
@@ -246,8 +286,9 @@ class Runner:
             self._rates.append(completion / latency)
         self.rate.add(completion)
         self.progress.add_tokens(ds.name, completion)
-        self.metrics.record(ds.ledger, result.finish_reason, len(sample.input_ids), completion,
-                            latency)
+        self.metrics.record(
+            ds.ledger, result.finish_reason, len(sample.input_ids), completion, latency
+        )
         if ds.ledger.budget_met:
             self._dataset_finished(ds)
 
@@ -259,16 +300,24 @@ class Runner:
             for flight in list(ds.flights.values()):
                 if not flight.cancelled:
                     flight.cancelled = True
-                    asyncio.create_task(flight.server.abort_quietly(flight.rid))
+                    abort = asyncio.create_task(flight.server.abort_quietly(flight.rid))
+                    self._aborts.add(abort)  # the loop keeps only a weak reference
+                    abort.add_done_callback(self._aborts.discard)
 
     def _write_manifests(self) -> None:
-        write_manifests(self.settings.output, self.job, self.datasets, self.rate.rate(),
-                        self.metrics)
+        write_manifests(
+            self.settings.output, self.job, self.datasets, self.rate.rate(), self.metrics
+        )
 
     def _check_exhausted(self) -> None:
         for ds in self.datasets:
-            if (not ds.ledger.done and ds.feed is not None and ds.feed.finished
-                    and ds.pending is None and not ds.flights):
+            if (
+                not ds.ledger.done
+                and ds.feed is not None
+                and ds.feed.finished
+                and ds.pending is None
+                and not ds.flights
+            ):
                 if ds.feed.error is not None:
                     raise ds.feed.error
                 ds.ledger.exhausted = True
@@ -289,8 +338,9 @@ class Runner:
         for server in self.servers:
             self.fleet.update_gauges(server)
         self.datasets = open_datasets(self.job, self.settings.output, self.metrics)
-        self.progress = Progress([d.ledger for d in self.datasets],
-                                 live=self.settings.live_progress)
+        self.progress = Progress(
+            [d.ledger for d in self.datasets], live=self.settings.live_progress
+        )
         if self.settings.metrics_port:
             self.metrics.serve(self.settings.metrics_port)
         poller: asyncio.Task | None = None
@@ -322,15 +372,16 @@ class Runner:
             self._admit()
             in_flight = sum(s.in_flight for s in self.servers)
             rate = self.rate.rate()
-            self.progress.update(rate, eta_seconds([d.ledger for d in self.datasets], rate),
-                                 in_flight)
+            self.progress.update(
+                rate, eta_seconds([d.ledger for d in self.datasets], rate), in_flight
+            )
             if time.monotonic() - last_manifest >= self.settings.manifest_interval:
                 self._write_manifests()
                 last_manifest = time.monotonic()
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=0.5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def _shutdown(self) -> None:
@@ -357,4 +408,3 @@ class Runner:
                 except OSError as err:
                     log.error("%s: %s", ds.name, err)
             await self.fleet.aclose()
-

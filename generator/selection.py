@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import random
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from draftgen.spec import Selection
 

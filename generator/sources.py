@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 from array import array
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -55,7 +56,11 @@ def resolve_source(source: str, base_dir: Path) -> Path:
 
 def _is_data_file(path: Path) -> bool:
     name = path.name.lower()
-    return path.is_file() and not name.startswith(".") and name.endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES)
+    return (
+        path.is_file()
+        and not name.startswith(".")
+        and name.endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES)
+    )
 
 
 def list_files(path: Path) -> list[Path]:
@@ -63,18 +68,25 @@ def list_files(path: Path) -> list[Path]:
     order (recursively, by relative path), so row numbers are the same on every run."""
     if path.is_file():
         if not path.name.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES):
-            raise SourceError(f"{path}: not a JSONL (.jsonl/.json/.ndjson) or Parquet file; "
-                              "convert it or point source at one")
+            raise SourceError(
+                f"{path}: not a JSONL (.jsonl/.json/.ndjson) or Parquet file; "
+                "convert it or point source at one"
+            )
         return [path]
     if path.is_dir():
-        files = sorted((p for p in path.rglob("*") if _is_data_file(p)),
-                       key=lambda p: p.relative_to(path).as_posix())
+        files = sorted(
+            (p for p in path.rglob("*") if _is_data_file(p)),
+            key=lambda p: p.relative_to(path).as_posix(),
+        )
         if not files:
-            raise SourceError(f"{path}: directory holds no .jsonl or .parquet files; check the "
-                              "dataset's source")
+            raise SourceError(
+                f"{path}: directory holds no .jsonl or .parquet files; check the dataset's source"
+            )
         return files
-    raise SourceError(f"{path}: no such file or directory; check the dataset's source (relative "
-                      "paths are resolved from the job file's directory, or spec.inputs in a cluster)")
+    raise SourceError(
+        f"{path}: no such file or directory; check the dataset's source (relative "
+        "paths are resolved from the job file's directory, or spec.inputs in a cluster)"
+    )
 
 
 def _is_parquet(path: Path) -> bool:
@@ -96,7 +108,9 @@ def decode_line(index: int, line: bytes, first: bool = False) -> RawRow:
     except RecursionError:
         return RawRow(index, None, ("malformed_json", "nested too deeply"))
     if not isinstance(data, dict):
-        return RawRow(index, None, ("wrong_type", f"a row must be a JSON object, got {type(data).__name__}"))
+        return RawRow(
+            index, None, ("wrong_type", f"a row must be a JSON object, got {type(data).__name__}")
+        )
     return RawRow(index, data)
 
 
@@ -116,7 +130,9 @@ def _parquet_file(path: Path):
     try:
         return pq.ParquetFile(path)
     except Exception as err:  # pyarrow raises several types for a corrupt file
-        raise SourceError(f"{path}: not a readable Parquet file ({err}); check the dataset's source") from None
+        raise SourceError(
+            f"{path}: not a readable Parquet file ({err}); check the dataset's source"
+        ) from None
 
 
 def _parquet_row(index: int, data: Any) -> RawRow:
@@ -154,7 +170,7 @@ class RowIndex:
     def __init__(self, files: list[Path]) -> None:
         self.files = files
         self._file_of = array("I")  # per row: index into files
-        self._where = array("q")    # per row: byte offset (JSONL) or (group << 32 | row) (Parquet)
+        self._where = array("q")  # per row: byte offset (JSONL) or (group << 32 | row) (Parquet)
         self._groups: OrderedDict[tuple[int, int], Any] = OrderedDict()  # Arrow tables
         self._cached_bytes = 0
         self._parquet: dict[int, Any] = {}

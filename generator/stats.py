@@ -40,12 +40,18 @@ class DatasetStats:
         return self.truncated / self.samples if self.samples else 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"dataset": self.name, "samples": self.samples, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
-                "mean_prompt_tokens": round(self.mean_prompt, 2),
-                "mean_completion_tokens": round(self.mean_completion, 2),
-                "truncation_rate": round(self.truncation_rate, 6), "rejects": self.rejects,
-                "unreadable_lines": self.unreadable, "shapes": sorted(self.shapes)}
+        return {
+            "dataset": self.name,
+            "samples": self.samples,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "mean_prompt_tokens": round(self.mean_prompt, 2),
+            "mean_completion_tokens": round(self.mean_completion, 2),
+            "truncation_rate": round(self.truncation_rate, 6),
+            "rejects": self.rejects,
+            "unreadable_lines": self.unreadable,
+            "shapes": sorted(self.shapes),
+        }
 
 
 def _int(value: Any) -> int | None:
@@ -70,15 +76,15 @@ def _find_usage(rec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | 
 def read_record(rec: dict[str, Any]) -> tuple[str, int, int, bool] | None:
     """(shape, prompt tokens, completion tokens, truncated) of one record, or None if its shape
     is unknown."""
-    if isinstance(rec.get("output_ids"), list) or _int(rec.get("completion_tokens")) is not None:
-        if "meta_info" not in rec:  # draftgen's own record
-            completion = _int(rec.get("completion_tokens"))
-            if completion is None:
-                completion = len(rec.get("output_ids") or [])
-            prompt = _int(rec.get("prompt_tokens"))
-            if prompt is None:
-                prompt = len(rec.get("input_ids") or [])
-            return "draftgen", prompt, completion, rec.get("finish_reason") == "length"
+    own = isinstance(rec.get("output_ids"), list) or _int(rec.get("completion_tokens")) is not None
+    if own and "meta_info" not in rec:  # draftgen's own record
+        completion = _int(rec.get("completion_tokens"))
+        if completion is None:
+            completion = len(rec.get("output_ids") or [])
+        prompt = _int(rec.get("prompt_tokens"))
+        if prompt is None:
+            prompt = len(rec.get("input_ids") or [])
+        return "draftgen", prompt, completion, rec.get("finish_reason") == "length"
     meta = rec.get("meta_info")
     if isinstance(meta, dict):  # a raw SGLang /generate answer
         completion = _int(meta.get("completion_tokens"))
@@ -92,8 +98,12 @@ def read_record(rec: dict[str, Any]) -> tuple[str, int, int, bool] | None:
         usage, response = found
         choices = response.get("choices") or []
         truncated = any(isinstance(c, dict) and c.get("finish_reason") == "length" for c in choices)
-        return ("openai", _int(usage.get("prompt_tokens")) or 0,
-                _int(usage.get("completion_tokens")) or 0, truncated)
+        return (
+            "openai",
+            _int(usage.get("prompt_tokens")) or 0,
+            _int(usage.get("completion_tokens")) or 0,
+            truncated,
+        )
     return None
 
 
@@ -171,12 +181,19 @@ def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
             if records and tokens == 0:
                 warnings.append(
                     f"{path}: {records} records but 0 completion tokens"
-                    + (f" ({unknown} of an unknown shape: no output_ids, completion_tokens, "
-                       "meta_info or usage)" if unknown else "")
-                    + "; these counts are NOT real: check the record format")
+                    + (
+                        f" ({unknown} of an unknown shape: no output_ids, completion_tokens, "
+                        "meta_info or usage)"
+                        if unknown
+                        else ""
+                    )
+                    + "; these counts are NOT real: check the record format"
+                )
             elif unknown:
-                warnings.append(f"{path}: {unknown} of {records} records have an unknown shape "
-                                "and were not counted")
+                warnings.append(
+                    f"{path}: {unknown} of {records} records have an unknown shape "
+                    "and were not counted"
+                )
         rejects = rejects_file(files[0].parent if files else root / name)
         if rejects.exists():
             st.rejects = _count_rejects(rejects, done_ids)
@@ -190,24 +207,55 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _table(stats: list[DatasetStats]) -> str:
-    header = ["dataset", "samples", "prompt tok", "completion tok", "mean prompt",
-              "mean completion", "truncated", "rejects"]
-    rows = [[s.name, f"{s.samples:,}", f"{s.prompt_tokens:,}", f"{s.completion_tokens:,}",
-             f"{s.mean_prompt:,.1f}", f"{s.mean_completion:,.1f}",
-             f"{100 * s.truncation_rate:.1f}%", f"{s.rejects:,}"] for s in stats]
+    header = [
+        "dataset",
+        "samples",
+        "prompt tok",
+        "completion tok",
+        "mean prompt",
+        "mean completion",
+        "truncated",
+        "rejects",
+    ]
+    rows = [
+        [
+            s.name,
+            f"{s.samples:,}",
+            f"{s.prompt_tokens:,}",
+            f"{s.completion_tokens:,}",
+            f"{s.mean_prompt:,.1f}",
+            f"{s.mean_completion:,.1f}",
+            f"{100 * s.truncation_rate:.1f}%",
+            f"{s.rejects:,}",
+        ]
+        for s in stats
+    ]
     if len(stats) > 1:
-        total = DatasetStats("TOTAL", samples=sum(s.samples for s in stats),
-                             prompt_tokens=sum(s.prompt_tokens for s in stats),
-                             completion_tokens=sum(s.completion_tokens for s in stats),
-                             truncated=sum(s.truncated for s in stats),
-                             rejects=sum(s.rejects for s in stats))
-        rows.append([total.name, f"{total.samples:,}", f"{total.prompt_tokens:,}",
-                     f"{total.completion_tokens:,}", f"{total.mean_prompt:,.1f}",
-                     f"{total.mean_completion:,.1f}", f"{100 * total.truncation_rate:.1f}%",
-                     f"{total.rejects:,}"])
+        total = DatasetStats(
+            "TOTAL",
+            samples=sum(s.samples for s in stats),
+            prompt_tokens=sum(s.prompt_tokens for s in stats),
+            completion_tokens=sum(s.completion_tokens for s in stats),
+            truncated=sum(s.truncated for s in stats),
+            rejects=sum(s.rejects for s in stats),
+        )
+        rows.append(
+            [
+                total.name,
+                f"{total.samples:,}",
+                f"{total.prompt_tokens:,}",
+                f"{total.completion_tokens:,}",
+                f"{total.mean_prompt:,.1f}",
+                f"{total.mean_completion:,.1f}",
+                f"{100 * total.truncation_rate:.1f}%",
+                f"{total.rejects:,}",
+            ]
+        )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-             for r in [header, *rows]]
+    lines = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        for r in [header, *rows]
+    ]
     return "\n".join(lines)
 
 
@@ -217,8 +265,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     stats, warnings = collect(args.dir)
     if args.json:
-        print(json.dumps({"datasets": [s.as_dict() for s in stats], "warnings": warnings},
-                         indent=2))
+        print(
+            json.dumps({"datasets": [s.as_dict() for s in stats], "warnings": warnings}, indent=2)
+        )
     else:
         print(_table(stats) if stats else f"{args.dir}: no records found")
     for w in warnings:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+
 from draftgen.contract import model_location
 
 
@@ -32,12 +33,16 @@ def load_tokenizer(location: str, trust_remote_code: bool) -> Any:
     if Path(location).is_absolute() and not Path(location).exists():
         raise TokenizerError(
             f"{where}: {location} does not exist; relative paths are resolved from the job file's "
-            "directory; write an existing directory holding the tokenizer, or hf://ORG/NAME")
+            "directory; write an existing directory holding the tokenizer, or hf://ORG/NAME"
+        )
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code)
     except Exception as err:  # transformers raises OSError, ValueError, ImportError, ...
-        hint = ("the directory holds no loadable tokenizer" if Path(location).is_absolute() else
-                "as a hub id it needs network access (is HF_HUB_OFFLINE set?) or a cached copy")
+        hint = (
+            "the directory holds no loadable tokenizer"
+            if Path(location).is_absolute()
+            else "as a hub id it needs network access (is HF_HUB_OFFLINE set?) or a cached copy"
+        )
         raise TokenizerError(
             f"{where}: cannot load a tokenizer from {location!r} ({hint}): "
             f"{type(err).__name__}: {err}. Point it at the model's tokenizer directory or "

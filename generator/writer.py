@@ -13,8 +13,7 @@ from typing import Any
 
 from draftgen.contract import layout
 
-__all__ = ["AppendFile", "DatasetWriter", "DiskFull", "atomic_write_json",
-           "encode_line"]
+__all__ = ["AppendFile", "DatasetWriter", "DiskFull", "atomic_write_json", "encode_line"]
 
 _DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 
@@ -30,8 +29,11 @@ def encode_line(record: dict[str, Any]) -> bytes:
 
 def _disk_error(err: OSError, path: Path) -> OSError:
     if err.errno in _DISK_FULL:
-        return DiskFull(err.errno, f"{path}: {os.strerror(err.errno)}; free space on the output "
-                                   "volume (or enlarge it) and run the same command again to resume")
+        return DiskFull(
+            err.errno,
+            f"{path}: {os.strerror(err.errno)}; free space on the output "
+            "volume (or enlarge it) and run the same command again to resume",
+        )
     return err
 
 
@@ -79,7 +81,10 @@ class AppendFile:
             raise _disk_error(err, self.path) from err
         self._size = start + len(line)
         self._unsynced += 1
-        if self._unsynced >= self.fsync_every or time.monotonic() - self._last_sync >= self.fsync_seconds:
+        if (
+            self._unsynced >= self.fsync_every
+            or time.monotonic() - self._last_sync >= self.fsync_seconds
+        ):
             self.sync()
 
     def sync(self) -> None:
@@ -103,8 +108,15 @@ class AppendFile:
 class DatasetWriter:
     """Shards and rejects of one dataset, under `DIR/<dataset>/`."""
 
-    def __init__(self, directory: Path, *, shard_max_records: int, next_shard: int = 0,
-                 records_in_shard: int = 0, fsync_every: int = 64) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        shard_max_records: int,
+        next_shard: int = 0,
+        records_in_shard: int = 0,
+        fsync_every: int = 64,
+    ) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self.shard_max_records = shard_max_records
@@ -132,7 +144,9 @@ class DatasetWriter:
 
     def write_reject(self, reject: dict[str, Any]) -> None:
         if self._rejects is None:
-            self._rejects = AppendFile(layout.rejects_file(self.directory), fsync_every=self.fsync_every)
+            self._rejects = AppendFile(
+                layout.rejects_file(self.directory), fsync_every=self.fsync_every
+            )
         self._rejects.append(encode_line(reject))
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:

@@ -39,8 +39,9 @@ class Children:
         return self.kube.list("Deployment", namespace, names.selector(job, "server"))
 
     # -- the server --------------------------------------------------------------------------
-    def ensure_server(self, owner: dict[str, Any], spec: GenerationJobSpec, job: str,
-                      namespace: str) -> tuple[list[dict[str, Any]], bool]:
+    def ensure_server(
+        self, owner: dict[str, Any], spec: GenerationJobSpec, job: str, namespace: str
+    ) -> tuple[list[dict[str, Any]], bool]:
         """Service and one Deployment per replica, running; returns the Deployments and
         whether a server was created or rolled (its KV capacity must be read again)."""
         if self.kube.get("Service", namespace, names.service_name(job)) is None:
@@ -58,12 +59,21 @@ class Children:
                 changed = True
             elif action == "roll":
                 have = self.kube.replace(
-                    "Deployment", namespace, name, "spec", want["spec"],
-                    {names.SERVER_HASH_ANNOTATION:
-                     want["metadata"]["annotations"][names.SERVER_HASH_ANNOTATION]})
+                    "Deployment",
+                    namespace,
+                    name,
+                    "spec",
+                    want["spec"],
+                    {
+                        names.SERVER_HASH_ANNOTATION: want["metadata"]["annotations"][
+                            names.SERVER_HASH_ANNOTATION
+                        ]
+                    },
+                )
                 changed = True
             elif action == "scale":
                 have = self.kube.patch("Deployment", namespace, name, {"spec": {"replicas": 1}})
+            assert have is not None  # server_action creates what is missing
             out.append(have)
         for extra in self.server_deployments(job, namespace):
             if extra["metadata"]["name"] not in wanted_names:
@@ -73,8 +83,12 @@ class Children:
     def scale_server(self, job: str, namespace: str, replicas: int) -> None:
         for dep in self.server_deployments(job, namespace):
             if int((dep.get("spec") or {}).get("replicas") or 0) != replicas:
-                self.kube.patch("Deployment", namespace, dep["metadata"]["name"],
-                                {"spec": {"replicas": replicas}})
+                self.kube.patch(
+                    "Deployment",
+                    namespace,
+                    dep["metadata"]["name"],
+                    {"spec": {"replicas": replicas}},
+                )
 
     def delete_server(self, job: str, namespace: str) -> None:
         deployments = self.server_deployments(job, namespace)
@@ -87,23 +101,36 @@ class Children:
             self.kube.delete("Deployment", namespace, dep["metadata"]["name"])
 
     # -- the generator -----------------------------------------------------------------------
-    def ensure_config(self, owner: dict[str, Any], job: str, namespace: str, document: str,
-                      digest: str) -> None:
+    def ensure_config(
+        self, owner: dict[str, Any], job: str, namespace: str, document: str, digest: str
+    ) -> None:
         """The ConfigMap holding the job document, with this document."""
         name = names.generator_name(job)
         have = self.kube.get("ConfigMap", namespace, name)
         if have is None:
             self._create(render_generator.config_map(job, namespace, document), owner)
         elif (have.get("data") or {}).get(render_generator.CONFIG_KEY) != document:
-            self.kube.replace("ConfigMap", namespace, name, "data",
-                              {render_generator.CONFIG_KEY: document},
-                              {names.CONFIG_HASH_ANNOTATION: digest})
+            self.kube.replace(
+                "ConfigMap",
+                namespace,
+                name,
+                "data",
+                {render_generator.CONFIG_KEY: document},
+                {names.CONFIG_HASH_ANNOTATION: digest},
+            )
 
-    def start_generator(self, owner: dict[str, Any], spec: GenerationJobSpec, job: str,
-                        namespace: str, document: str) -> None:
+    def start_generator(
+        self,
+        owner: dict[str, Any],
+        spec: GenerationJobSpec,
+        job: str,
+        namespace: str,
+        document: str,
+    ) -> None:
         endpoints = names.server_endpoints(job, namespace, spec.server.replicas, spec.server.port)
-        self._create(render_generator.job(spec, job, namespace, endpoints, document,
-                                          self.settings), owner)
+        self._create(
+            render_generator.job(spec, job, namespace, endpoints, document, self.settings), owner
+        )
 
     def stop_generator(self, job: str, namespace: str) -> None:
         # Foreground: the Job stays until its pod is gone, so a restarted generator never

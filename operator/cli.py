@@ -23,20 +23,37 @@ from .settings import ENV_PREFIX
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     scope = parser.add_mutually_exclusive_group()
-    scope.add_argument("-n", "--namespace", action="append", default=[], metavar="NS",
-                       help="watch this namespace (repeatable; globs allowed)")
-    scope.add_argument("-A", "--all-namespaces", action="store_true",
-                       help="watch every namespace (the default when no --namespace is given)")
-    parser.add_argument("--standalone", action="store_true",
-                        help="no peering: run as the only operator replica")
+    scope.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        default=[],
+        metavar="NS",
+        help="watch this namespace (repeatable; globs allowed)",
+    )
+    scope.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="watch every namespace (the default when no --namespace is given)",
+    )
+    parser.add_argument(
+        "--standalone", action="store_true", help="no peering: run as the only operator replica"
+    )
     parser.add_argument("--peering", metavar="NAME", help="kopf peering name (leader election)")
-    parser.add_argument("--liveness", metavar="URL",
-                        help="serve kopf's liveness probe, e.g. http://0.0.0.0:8081/healthz")
+    parser.add_argument(
+        "--liveness",
+        metavar="URL",
+        help="serve kopf's liveness probe, e.g. http://0.0.0.0:8081/healthz",
+    )
     parser.add_argument("--metrics-port", type=int, help="the operator's own /metrics port")
     parser.add_argument("--verbose", action="store_true", help="debug logging")
-    parser.add_argument("--render", metavar="JOB.yaml",
-                        help="print the objects the operator would create for this "
-                             "GenerationJob (with the operator's settings) and exit")
+    parser.add_argument(
+        "--render",
+        metavar="JOB.yaml",
+        help="print the objects the operator would create for this "
+        "GenerationJob (with the operator's settings) and exit",
+    )
 
 
 def render(path: str) -> int:
@@ -57,13 +74,18 @@ def render(path: str) -> int:
         print(err, file=sys.stderr)
         return 1
     with open(path, encoding="utf-8") as f:  # the spec exactly as written: unset stays unset
-        spec = next(d for d in yaml.safe_load_all(f)
-                    if isinstance(d, dict) and d.get("kind") == "GenerationJob")["spec"]
+        spec = next(
+            d
+            for d in yaml.safe_load_all(f)
+            if isinstance(d, dict) and d.get("kind") == "GenerationJob"
+        )["spec"]
     settings = OperatorSettings.from_env()
     _, problems = check(job.metadata.name, spec, settings)
     if problems:
-        print("the operator would reject this job:\n" + "\n".join(f"  - {p}" for p in problems),
-              file=sys.stderr)
+        print(
+            "the operator would reject this job:\n" + "\n".join(f"  - {p}" for p in problems),
+            file=sys.stderr,
+        )
         return 1
     objs = render_all(job.metadata.name, job.metadata.namespace or "default", spec, settings)
     print(yaml.safe_dump_all(objs, sort_keys=False, width=100), end="")
@@ -100,10 +122,13 @@ def run(args: argparse.Namespace) -> int:
     settings = state.SETTINGS
     namespaces = list(settings.namespaces)
     exact = bool(namespaces) and not any(c in ns for ns in namespaces for c in "*?[!")
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
 
     if exact:
+
         @kopf.on.startup()
         def _no_scanning(settings: kopf.OperatorSettings, **_: object) -> None:
             settings.scanning.disabled = True
@@ -111,13 +136,15 @@ def run(args: argparse.Namespace) -> int:
     liveness = args.liveness
     if liveness is None and settings.liveness_port:
         liveness = f"http://0.0.0.0:{settings.liveness_port}/healthz"
-    asyncio.run(kopf.operator(
-        clusterwide=not namespaces,
-        namespaces=namespaces,
-        standalone=settings.standalone,
-        # A named peering is mandatory for kopf (it waits for the peering CRD): not when alone.
-        peering_name=None if settings.standalone else settings.peering_name,
-        priority=peering_priority(),
-        liveness_endpoint=liveness,
-    ))
+    asyncio.run(
+        kopf.operator(
+            clusterwide=not namespaces,
+            namespaces=namespaces,
+            standalone=settings.standalone,
+            # A named peering is mandatory for kopf (it waits for the peering CRD): not when alone.
+            peering_name=None if settings.standalone else settings.peering_name,
+            priority=peering_priority(),
+            liveness_endpoint=liveness,
+        )
+    )
     return 0

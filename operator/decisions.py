@@ -25,11 +25,13 @@ def _annotation(obj: dict[str, Any] | None, key: str) -> str | None:
 
 
 # -- the spec ---------------------------------------------------------------------------------
-def reject_spec(status: GenerationJobStatus, problems: list[str], gen: int | None,
-                now: str) -> None:
+def reject_spec(
+    status: GenerationJobStatus, problems: list[str], gen: int | None, now: str
+) -> None:
     """A spec that does not validate: a running job keeps going with the last accepted one."""
-    set_condition(status.conditions, "SpecValid", False, "InvalidSpec", "; ".join(problems),
-                  gen, now)
+    set_condition(
+        status.conditions, "SpecValid", False, "InvalidSpec", "; ".join(problems), gen, now
+    )
     status.observed_generation = gen
     if enter(status, Event.SPEC_REJECTED) == "Failed":
         status.message = f"spec rejected: {problems[0]}"
@@ -47,8 +49,7 @@ def finished_at_generation(status: GenerationJobStatus, gen: int | None) -> bool
     """Ended, and the ending condition was written for this very spec generation."""
     if status.phase not in TERMINAL:
         return False
-    cond = get_condition(status.conditions, "Complete" if status.phase == "Succeeded"
-                         else "Failed")
+    cond = get_condition(status.conditions, "Complete" if status.phase == "Succeeded" else "Failed")
     return cond is not None and cond.observed_generation == gen
 
 
@@ -60,8 +61,15 @@ def ran_this_document(job: dict[str, Any] | None, digest: str) -> bool:
 def confirm_complete(status: GenerationJobStatus, gen: int | None, now: str) -> None:
     """A success that still holds for a new generation (an edit the generator does not act on)."""
     complete = get_condition(status.conditions, "Complete")
-    set_condition(status.conditions, "Complete", True, "AllDatasetsDone",
-                  complete.message if complete else "every dataset is done", gen, now)
+    set_condition(
+        status.conditions,
+        "Complete",
+        True,
+        "AllDatasetsDone",
+        complete.message if complete else "every dataset is done",
+        gen,
+        now,
+    )
     status.observed_generation = gen
 
 
@@ -78,8 +86,10 @@ def server_action(want: dict[str, Any], have: dict[str, Any] | None) -> ServerAc
     """What one server Deployment needs: created, rolled (its rendering changed), scaled to 1."""
     if have is None:
         return "create"
-    if _annotation(have, names.SERVER_HASH_ANNOTATION) != \
-            want["metadata"]["annotations"][names.SERVER_HASH_ANNOTATION]:
+    if (
+        _annotation(have, names.SERVER_HASH_ANNOTATION)
+        != want["metadata"]["annotations"][names.SERVER_HASH_ANNOTATION]
+    ):
         return "roll"  # the server's own spec changed (Recreate); budgets never get here
     if int((have.get("spec") or {}).get("replicas") or 0) != 1:
         return "scale"
@@ -88,8 +98,12 @@ def server_action(want: dict[str, Any], have: dict[str, Any] | None) -> ServerAc
 
 def generator_ended(job: dict[str, Any] | None, digest: str) -> bool:
     """The generator already ended with this job document (the server is not needed again)."""
-    return job is not None and not job["metadata"].get("deletionTimestamp") and \
-        ran_this_document(job, digest) and observe.job_outcome(job)[0] != "running"
+    return (
+        job is not None
+        and not job["metadata"].get("deletionTimestamp")
+        and ran_this_document(job, digest)
+        and observe.job_outcome(job)[0] != "running"
+    )
 
 
 def generator_action(job: dict[str, Any] | None, digest: str) -> GeneratorAction:
@@ -110,13 +124,21 @@ def mark_suspended(status: GenerationJobStatus, gen: int | None, now: str) -> No
     enter(status, Event.SUSPENDED)
     status.message = "suspended: generator stopped, server scaled to 0; output kept"
     status.server.ready_replicas = 0
-    set_condition(status.conditions, "Suspended", True, "SuspendedBySpec",
-                  "spec.suspend is true; set it to false to resume where it stopped", gen, now)
+    set_condition(
+        status.conditions,
+        "Suspended",
+        True,
+        "SuspendedBySpec",
+        "spec.suspend is true; set it to false to resume where it stopped",
+        gen,
+        now,
+    )
     set_condition(status.conditions, "Generating", False, "Suspended", "suspended", gen, now)
 
 
-def mark_failed(status: GenerationJobStatus, event: Event, reason: str, message: str,
-                gen: int | None, now: str) -> None:
+def mark_failed(
+    status: GenerationJobStatus, event: Event, reason: str, message: str, gen: int | None, now: str
+) -> None:
     enter(status, event)
     status.message = message
     status.completion_time = status.completion_time or now
@@ -124,41 +146,58 @@ def mark_failed(status: GenerationJobStatus, event: Event, reason: str, message:
     set_condition(status.conditions, "Generating", False, reason, message, gen, now)
 
 
-def mark_server_starting(status: GenerationJobStatus, waiting: tuple[str, str] | None,
-                         ready: int, replicas: int, gen: int | None, now: str) -> None:
+def mark_server_starting(
+    status: GenerationJobStatus,
+    waiting: tuple[str, str] | None,
+    ready: int,
+    replicas: int,
+    gen: int | None,
+    now: str,
+) -> None:
     reason, message = waiting or (
-        "Starting", f"{ready}/{replicas} server replicas ready; SGLang is "
-        "loading the model (a 1T-parameter model takes 10-30 minutes)")
+        "Starting",
+        f"{ready}/{replicas} server replicas ready; SGLang is "
+        "loading the model (a 1T-parameter model takes 10-30 minutes)",
+    )
     enter(status, Event.SERVER_STARTING)
     status.message = message
     set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)
 
 
-def mark_server_ready(status: GenerationJobStatus, ready: int, replicas: int, gen: int | None,
-                      now: str) -> None:
-    set_condition(status.conditions, "ServerReady", ready >= replicas,
-                  "Ready" if ready >= replicas else "ReplicaNotReady",
-                  f"{ready}/{replicas} server replicas ready", gen, now)
+def mark_server_ready(
+    status: GenerationJobStatus, ready: int, replicas: int, gen: int | None, now: str
+) -> None:
+    set_condition(
+        status.conditions,
+        "ServerReady",
+        ready >= replicas,
+        "Ready" if ready >= replicas else "ReplicaNotReady",
+        f"{ready}/{replicas} server replicas ready",
+        gen,
+        now,
+    )
 
 
-def mark_generator_restarting(status: GenerationJobStatus, message: str, gen: int | None,
-                              now: str) -> None:
+def mark_generator_restarting(
+    status: GenerationJobStatus, message: str, gen: int | None, now: str
+) -> None:
     enter(status, Event.GENERATOR_RUNNING)
     status.message = message
-    set_condition(status.conditions, "Generating", False, "RestartingGenerator", message, gen,
-                  now)
+    set_condition(status.conditions, "Generating", False, "RestartingGenerator", message, gen, now)
 
 
 def mark_generator_started(status: GenerationJobStatus, gen: int | None, now: str) -> None:
     enter(status, Event.GENERATOR_RUNNING)
     status.start_time = status.start_time or now
     status.message = "generator started"
-    set_condition(status.conditions, "Generating", True, "GeneratorStarted", status.message,
-                  gen, now)
+    set_condition(
+        status.conditions, "Generating", True, "GeneratorStarted", status.message, gen, now
+    )
 
 
-def mark_generator_running(status: GenerationJobStatus, stuck: tuple[str, str] | None,
-                           gen: int | None, now: str) -> None:
+def mark_generator_running(
+    status: GenerationJobStatus, stuck: tuple[str, str] | None, gen: int | None, now: str
+) -> None:
     enter(status, Event.GENERATOR_RUNNING)
     status.start_time = status.start_time or now
     if stuck is not None:
@@ -166,8 +205,15 @@ def mark_generator_running(status: GenerationJobStatus, stuck: tuple[str, str] |
         set_condition(status.conditions, "Generating", False, stuck[0], stuck[1], gen, now)
         return
     status.message = "generating"
-    set_condition(status.conditions, "Generating", True, "GeneratorRunning",
-                  "the generator is running", gen, now)
+    set_condition(
+        status.conditions,
+        "Generating",
+        True,
+        "GeneratorRunning",
+        "the generator is running",
+        gen,
+        now,
+    )
 
 
 def mark_succeeded(status: GenerationJobStatus, gen: int | None, now: str) -> None:
@@ -175,12 +221,14 @@ def mark_succeeded(status: GenerationJobStatus, gen: int | None, now: str) -> No
     status.completion_time = status.completion_time or now
     status.message = "every dataset is done"
     status.eta_seconds, status.eta = 0.0, "0s"
-    set_condition(status.conditions, "Complete", True, "AllDatasetsDone", status.message, gen,
-                  now)
+    set_condition(status.conditions, "Complete", True, "AllDatasetsDone", status.message, gen, now)
     set_condition(status.conditions, "Generating", False, "Completed", status.message, gen, now)
 
 
 def generator_failure_message(backoff_limit: int, detail: str, more: str) -> str:
-    return (f"generator failed after {backoff_limit} retries: "
-            f"{detail or 'BackoffLimitExceeded'}" + (f"; {more}" if more else "")
-            + "; output so far is kept: fix the cause and edit the spec to resume")
+    return (
+        f"generator failed after {backoff_limit} retries: "
+        f"{detail or 'BackoffLimitExceeded'}"
+        + (f"; {more}" if more else "")
+        + "; output so far is kept: fix the cause and edit the spec to resume"
+    )

@@ -57,8 +57,16 @@ def path(kind: str, namespace: str, name: str | None = None, subresource: str | 
 class Kube:
     """Synchronous client (kopf runs sync handlers in its thread pool)."""
 
-    def __init__(self, host: str, *, token_fn=None, verify: Any = True,
-                 timeout: float = 30.0, attempts: int = 4, backoff: float = 0.5) -> None:
+    def __init__(
+        self,
+        host: str,
+        *,
+        token_fn=None,
+        verify: Any = True,
+        timeout: float = 30.0,
+        attempts: int = 4,
+        backoff: float = 0.5,
+    ) -> None:
         self._token_fn = token_fn
         self._attempts = attempts
         self._backoff = backoff
@@ -74,8 +82,9 @@ class Kube:
             config.load_incluster_config(client_configuration=cfg)
         else:
             kubeconfig = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-            config.load_kube_config(config_file=kubeconfig.split(os.pathsep)[0],
-                                    client_configuration=cfg)
+            config.load_kube_config(
+                config_file=kubeconfig.split(os.pathsep)[0], client_configuration=cfg
+            )
 
         def token() -> str | None:
             # The loaders store "Bearer <token>" under BearerToken (this call also refreshes
@@ -91,8 +100,15 @@ class Kube:
         self._http.close()
 
     # -- HTTP with retries -------------------------------------------------------------------
-    def _request(self, method: str, url: str, *, json: Any = None, params: dict | None = None,
-                 content_type: str | None = None) -> Any:
+    def _request(
+        self,
+        method: str,
+        url: str,
+        *,
+        json: Any = None,
+        params: dict | None = None,
+        content_type: str | None = None,
+    ) -> Any:
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if content_type:
             headers["Content-Type"] = content_type
@@ -148,29 +164,60 @@ class Kube:
                     return existing
             raise
 
-    def patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any],
-              subresource: str | None = None) -> dict[str, Any]:
-        return self._request("PATCH", path(kind, namespace, name, subresource), json=patch,
-                             content_type="application/merge-patch+json")
+    def patch(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        patch: dict[str, Any],
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        return self._request(
+            "PATCH",
+            path(kind, namespace, name, subresource),
+            json=patch,
+            content_type="application/merge-patch+json",
+        )
 
-    def replace(self, kind: str, namespace: str, name: str, field: str, value: Any,
-                annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    def replace(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        field: str,
+        value: Any,
+        annotations: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         """Set one top-level field wholesale (a merge patch would merge nested maps) and some
         annotations, in one atomic JSON patch."""
         ops = [{"op": "add", "path": f"/{field}", "value": value}]
         for key, val in (annotations or {}).items():
-            ops.append({"op": "add", "path": "/metadata/annotations/" +
-                        key.replace("~", "~0").replace("/", "~1"), "value": val})
-        return self._request("PATCH", path(kind, namespace, name), json=ops,
-                             content_type="application/json-patch+json")
+            ops.append(
+                {
+                    "op": "add",
+                    "path": "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1"),
+                    "value": val,
+                }
+            )
+        return self._request(
+            "PATCH",
+            path(kind, namespace, name),
+            json=ops,
+            content_type="application/json-patch+json",
+        )
 
-    def delete(self, kind: str, namespace: str, name: str,
-               propagation: str = "Background") -> bool:
+    def delete(self, kind: str, namespace: str, name: str, propagation: str = "Background") -> bool:
         """Delete; False when it was already gone."""
         try:
-            self._request("DELETE", path(kind, namespace, name),
-                          json={"kind": "DeleteOptions", "apiVersion": "v1",
-                                "propagationPolicy": propagation})
+            self._request(
+                "DELETE",
+                path(kind, namespace, name),
+                json={
+                    "kind": "DeleteOptions",
+                    "apiVersion": "v1",
+                    "propagationPolicy": propagation,
+                },
+            )
             return True
         except KubeError as err:
             if err.status == 404:
@@ -191,4 +238,3 @@ def _tls_context(cfg: Any) -> ssl.SSLContext | bool:
 def _matches(obj: dict[str, Any], labels: dict[str, str]) -> bool:
     have = (obj.get("metadata") or {}).get("labels") or {}
     return all(have.get(k) == v for k, v in labels.items())
-

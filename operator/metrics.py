@@ -20,15 +20,24 @@ from draftgen.spec import PHASES
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-JOBS = Gauge("draftgen_operator_jobs", "GenerationJobs handled by this operator, by phase",
-             ["phase"], registry=REGISTRY)
-RECONCILE_ERRORS = Counter("draftgen_operator_reconcile_errors",
-                           "Reconciles that raised, by kind (api, other)", ["kind"],
-                           registry=REGISTRY)
-RECONCILE_DURATION = Histogram("draftgen_operator_reconcile_duration_seconds",
-                               "Duration of one reconcile of one GenerationJob",
-                               buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
-                               registry=REGISTRY)
+JOBS = Gauge(
+    "draftgen_operator_jobs",
+    "GenerationJobs handled by this operator, by phase",
+    ["phase"],
+    registry=REGISTRY,
+)
+RECONCILE_ERRORS = Counter(
+    "draftgen_operator_reconcile_errors",
+    "Reconciles that raised, by kind (api, other)",
+    ["kind"],
+    registry=REGISTRY,
+)
+RECONCILE_DURATION = Histogram(
+    "draftgen_operator_reconcile_duration_seconds",
+    "Duration of one reconcile of one GenerationJob",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    registry=REGISTRY,
+)
 RECONCILES = Counter("draftgen_operator_reconciles", "Reconciles run", registry=REGISTRY)
 
 _phases: dict[tuple[str, str], str] = {}

@@ -42,43 +42,63 @@ def server_health(pods: list[dict[str, Any]], crash_loop_restarts: int) -> Serve
     waiting = None
     for pod in pods:
         pod_name = pod["metadata"]["name"]
-        waiting = pod_stuck(pod, names.SERVER_CONTAINER, "server",
-                            "GPU capacity, server.nodeSelector, server.tolerations and the "
-                            "model claim") or waiting
+        waiting = (
+            pod_stuck(
+                pod,
+                names.SERVER_CONTAINER,
+                "server",
+                "GPU capacity, server.nodeSelector, server.tolerations and the model claim",
+            )
+            or waiting
+        )
         cs = _container(pod, names.SERVER_CONTAINER)
         if cs is None:
             continue
         count = int(cs.get("restartCount") or 0)
         restarts += count
-        last = (cs.get("lastState") or {}).get("terminated") or \
-            (cs.get("state") or {}).get("terminated") or {}
+        last = (
+            (cs.get("lastState") or {}).get("terminated")
+            or (cs.get("state") or {}).get("terminated")
+            or {}
+        )
         if count < crash_loop_restarts:
             continue
         failure = _crash_reason(pod_name, count, last)
     return ServerHealth(restarts=restarts, failure=failure, waiting=waiting)
 
 
-def pod_stuck(pod: dict[str, Any], container: str, role: str,
-              scheduling_hint: str) -> tuple[str, str] | None:
+def pod_stuck(
+    pod: dict[str, Any], container: str, role: str, scheduling_hint: str
+) -> tuple[str, str] | None:
     """(reason, message) for a pod that cannot be scheduled or whose image cannot be pulled."""
     pod_name = pod["metadata"]["name"]
     for cond in (pod.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-            return ("Unschedulable", f"{role} pod {pod_name} cannot be scheduled: "
-                    f"{cond.get('message', '')} (check {scheduling_hint})")
+            return (
+                "Unschedulable",
+                f"{role} pod {pod_name} cannot be scheduled: "
+                f"{cond.get('message', '')} (check {scheduling_hint})",
+            )
     cs = _container(pod, container) or {}
     state_waiting = (cs.get("state") or {}).get("waiting") or {}
     if state_waiting.get("reason") in _IMAGE_ERRORS:
-        return ("ImagePullError", f"{role} pod {pod_name}: {state_waiting.get('reason')}: "
-                f"{state_waiting.get('message', '')} (check {role}.image)")
+        return (
+            "ImagePullError",
+            f"{role} pod {pod_name}: {state_waiting.get('reason')}: "
+            f"{state_waiting.get('message', '')} (check {role}.image)",
+        )
     return None
 
 
 def generator_stuck(pods: list[dict[str, Any]]) -> tuple[str, str] | None:
     """Why the generator is not running yet, if a person has to act on it."""
     for pod in pods:
-        stuck = pod_stuck(pod, names.GENERATOR_CONTAINER, "generator",
-                          "the output and inputs claims and generator.resources")
+        stuck = pod_stuck(
+            pod,
+            names.GENERATOR_CONTAINER,
+            "generator",
+            "the output and inputs claims and generator.resources",
+        )
         if stuck is not None:
             return ("Generator" + stuck[0], stuck[1])
     return None
@@ -89,27 +109,40 @@ def _crash_reason(pod_name: str, count: int, last: dict[str, Any]) -> tuple[str,
     message = (last.get("message") or "").strip()
     tail = message[-600:]
     if reason == "OOMKilled":
-        return ("ServerOutOfHostMemory", (
-            f"server pod {pod_name} was killed for host memory {count} times (OOMKilled): "
-            "lower server.hierarchicalCache.sizeGBPerRank (it is per tensor-parallel rank) or "
-            "raise server.resources.limits.memory"))
+        return (
+            "ServerOutOfHostMemory",
+            (
+                f"server pod {pod_name} was killed for host memory {count} times (OOMKilled): "
+                "lower server.hierarchicalCache.sizeGBPerRank (it is per tensor-parallel rank) or "
+                "raise server.resources.limits.memory"
+            ),
+        )
     if any(word in message.lower() for word in _CUDA_OOM):
-        return ("ServerOutOfGPUMemory", (
-            f"server pod {pod_name} ran out of GPU memory and restarted {count} times: lower "
-            "server.memFractionStatic (0.85–0.88 leaves room for prefill), "
-            f"server.maxRunningRequests or server.chunkedPrefillSize. Last log lines: {tail}"))
+        return (
+            "ServerOutOfGPUMemory",
+            (
+                f"server pod {pod_name} ran out of GPU memory and restarted {count} times: lower "
+                "server.memFractionStatic (0.85–0.88 leaves room for prefill), "
+                f"server.maxRunningRequests or server.chunkedPrefillSize. Last log lines: {tail}"
+            ),
+        )
     exit_code = last.get("exitCode")
-    return ("ServerCrashLoop", (
-        f"server pod {pod_name} restarted {count} times (last exit: {reason}, code "
-        f"{exit_code}); see `kubectl logs --previous {pod_name}`. Killed while still loading "
-        "(exit 137/143, no error in the log)? Raise the operator's serverStartupSeconds. "
-        f"Last log lines: {tail}"))
+    return (
+        "ServerCrashLoop",
+        (
+            f"server pod {pod_name} restarted {count} times (last exit: {reason}, code "
+            f"{exit_code}); see `kubectl logs --previous {pod_name}`. Killed while still loading "
+            "(exit 137/143, no error in the log)? Raise the operator's serverStartupSeconds. "
+            f"Last log lines: {tail}"
+        ),
+    )
 
 
 def ready_replicas(deployments: list[dict[str, Any]]) -> int:
     """Server replicas whose Deployment reports a ready pod."""
-    return sum(1 for d in deployments
-               if int((d.get("status") or {}).get("readyReplicas") or 0) >= 1)
+    return sum(
+        1 for d in deployments if int((d.get("status") or {}).get("readyReplicas") or 0) >= 1
+    )
 
 
 def job_outcome(job: dict[str, Any]) -> tuple[str, str]:

@@ -76,4 +76,3 @@ def enter(status: GenerationJobStatus, event: Event) -> Phase:
     """Move `status` to the phase the table gives for `event`, and return it."""
     status.phase = next_phase(status.phase, event)
     return status.phase
-

@@ -16,8 +16,9 @@ from draftgen.spec.job import ObjectMeta
 log = logging.getLogger(__name__)
 
 
-def plan_figures(name: str, namespace: str, spec: GenerationJobSpec,
-                 status: GenerationJobStatus) -> PlanStatus | None:
+def plan_figures(
+    name: str, namespace: str, spec: GenerationJobSpec, status: GenerationJobStatus
+) -> PlanStatus | None:
     kv = status.server.max_total_num_tokens
     if not kv:
         return None
@@ -28,10 +29,13 @@ def plan_figures(name: str, namespace: str, spec: GenerationJobSpec,
     job = GenerationJob(metadata=ObjectMeta(name=name, namespace=namespace), spec=spec)
     done = {d.name: d.completion_tokens for d in status.datasets}
     try:
-        figures = plan_status(job, observed_kv_capacity_tokens=kv,
-                              measured_throughput=status.throughput_tokens_per_second or None,
-                              done_completion_tokens=done)
-    except Exception:  # noqa: BLE001 - the planner promises not to raise; belt and braces
+        figures = plan_status(
+            job,
+            observed_kv_capacity_tokens=kv,
+            measured_throughput=status.throughput_tokens_per_second or None,
+            done_completion_tokens=done,
+        )
+    except Exception:
         log.exception("the capacity planner failed; status.plan left out")
         return None
     return figures if figures.model_dump(exclude_none=True) else None

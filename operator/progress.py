@@ -18,6 +18,7 @@ from draftgen.contract import metrics
 from draftgen.contract.server_info import parse_server_info
 from draftgen.spec import DatasetProgress
 
+
 # One client for every fetch, shared by kopf's worker threads: `httpx.get` builds a client per
 # call, and its TLS context alone costs ~17 ms of CPU (with the GIL held) — per job, per poll.
 # No keep-alive: pods come and go, and a pooled connection to a vanished pod would sit out the
@@ -46,8 +47,9 @@ class GeneratorProgress:
         if not self.datasets:
             return ""
         if all(b for b in budgets):
-            done = sum(min(d.completion_tokens, d.budget_completion_tokens or 0)
-                       for d in self.datasets)
+            done = sum(
+                min(d.completion_tokens, d.budget_completion_tokens or 0) for d in self.datasets
+            )
             total = sum(b or 0 for b in budgets)
             return f"{100 * done // total}%"
         finished = sum(1 for d in self.datasets if d.done)
@@ -95,13 +97,24 @@ def parse_metrics(text: str) -> GeneratorProgress:
         overshoot = None
         if b:
             overshoot = round(max(0, completion - b) * 100.0 / b, 3)
-        datasets.append(DatasetProgress(
-            name=name, samples=int(counts["samples"]), prompt_tokens=int(counts["prompt"]),
-            completion_tokens=completion, budget_completion_tokens=b,
-            done=done.get(name, False), overshoot_percent=overshoot,
-            rejects=int(counts["rejects"])))
-    return GeneratorProgress(datasets=datasets, throughput_tokens_per_second=throughput,
-                             eta_seconds=eta, job_done=job_done)
+        datasets.append(
+            DatasetProgress(
+                name=name,
+                samples=int(counts["samples"]),
+                prompt_tokens=int(counts["prompt"]),
+                completion_tokens=completion,
+                budget_completion_tokens=b,
+                done=done.get(name, False),
+                overshoot_percent=overshoot,
+                rejects=int(counts["rejects"]),
+            )
+        )
+    return GeneratorProgress(
+        datasets=datasets,
+        throughput_tokens_per_second=throughput,
+        eta_seconds=eta,
+        job_done=job_done,
+    )
 
 
 def scrape(host: str, port: int, timeout: float) -> GeneratorProgress | None:

@@ -101,8 +101,9 @@ class Reconciler:
             enter(status, Event.SPEC_FIXED)
             status.message = ""
 
-        if decisions.finished_at_generation(status, gen) or \
-                self._succeeded_with_this_document(ref, status, gen, now):
+        if decisions.finished_at_generation(status, gen) or self._succeeded_with_this_document(
+            ref, status, gen, now
+        ):
             return self._finished(ref, spec, status, now)
         if status.phase in TERMINAL:
             # The spec changed after the job ended: run again (the generator resumes).
@@ -117,8 +118,9 @@ class Reconciler:
         drop_condition(status.conditions, "Suspended")
         return self._run(ref, spec, status, now)
 
-    def _succeeded_with_this_document(self, ref: JobRef, status: GenerationJobStatus,
-                                      gen: int | None, now: str) -> bool:
+    def _succeeded_with_this_document(
+        self, ref: JobRef, status: GenerationJobStatus, gen: int | None, now: str
+    ) -> bool:
         """After success, an edit that changes nothing the generator acts on (a TTL, suspend,
         shutdownServerAfterCompletion) must not start the server again."""
         if status.phase != "Succeeded":
@@ -130,16 +132,18 @@ class Reconciler:
         decisions.confirm_complete(status, gen, now)
         return True
 
-    def _finished(self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus,
-                  now: str) -> Outcome:
+    def _finished(
+        self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus, now: str
+    ) -> Outcome:
         if spec.shutdown_server_after_completion:
             if status.phase == "Succeeded":
                 self.children.delete_server(ref.name, ref.namespace)
             else:
                 self.children.scale_server(ref.name, ref.namespace, 0)
             status.server.ready_replicas = 0
-        delete_job = decisions.ttl_expired(spec.ttl_seconds_after_finished,
-                                           status.completion_time, now)
+        delete_job = decisions.ttl_expired(
+            spec.ttl_seconds_after_finished, status.completion_time, now
+        )
         return Outcome(status_to_wire(status), delete_job=delete_job)
 
     def _suspend(self, ref: JobRef, status: GenerationJobStatus, now: str) -> Outcome:
@@ -148,9 +152,18 @@ class Reconciler:
         decisions.mark_suspended(status, ref.generation, now)
         return Outcome(status_to_wire(status))
 
-    def _fail(self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus,
-              event: Event, reason: str, message: str, now: str, *,
-              stop_generator: bool = True) -> Outcome:
+    def _fail(
+        self,
+        ref: JobRef,
+        spec: GenerationJobSpec,
+        status: GenerationJobStatus,
+        event: Event,
+        reason: str,
+        message: str,
+        now: str,
+        *,
+        stop_generator: bool = True,
+    ) -> Outcome:
         if stop_generator:
             self.children.stop_generator(ref.name, ref.namespace)
         if spec.shutdown_server_after_completion:
@@ -159,34 +172,37 @@ class Reconciler:
         decisions.mark_failed(status, event, reason, message, ref.generation, now)
         return Outcome(status_to_wire(status))
 
-    def _run(self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus,
-             now: str) -> Outcome:
+    def _run(
+        self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus, now: str
+    ) -> Outcome:
         gen = ref.generation
         job = self.kube.get("Job", ref.namespace, names.generator_name(ref.name))
         # Name, namespace and spec only: a label edit must not restart the generator.
         document = render_generator.job_document(ref.name, ref.namespace, ref.spec)
         digest = render_generator.config_hash(document)
-        if decisions.generator_ended(job, digest):
+        if job is not None and decisions.generator_ended(job, digest):
             # The generator already ended with this spec: decide from it without bringing the
             # server back (a restart, or a lost status write, after the teardown must not
             # re-create or re-scale the GPU server).
             return self._generator_ended(ref, spec, status, job, now)
-        deployments, changed = self.children.ensure_server(ref.body, spec, ref.name,
-                                                           ref.namespace)
+        deployments, changed = self.children.ensure_server(ref.body, spec, ref.name, ref.namespace)
         server_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "server"))
         health = observe.server_health(server_pods, self.settings.crash_loop_restarts)
         ready = observe.ready_replicas(deployments)
         status.server = ServerStatus(
-            ready_replicas=ready, restarts=health.restarts,
-            max_total_num_tokens=None if changed else status.server.max_total_num_tokens)
+            ready_replicas=ready,
+            restarts=health.restarts,
+            max_total_num_tokens=None if changed else status.server.max_total_num_tokens,
+        )
         if health.failure is not None:
             reason, message = health.failure
             set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)
             return self._fail(ref, spec, status, Event.SERVER_FAILED, reason, message, now)
 
         if ready < spec.server.replicas and job is None:
-            decisions.mark_server_starting(status, health.waiting, ready, spec.server.replicas,
-                                           gen, now)
+            decisions.mark_server_starting(
+                status, health.waiting, ready, spec.server.replicas, gen, now
+            )
             return Outcome(status_to_wire(status))
         decisions.mark_server_ready(status, ready, spec.server.replicas, gen, now)
         if status.server.max_total_num_tokens is None:
@@ -196,12 +212,16 @@ class Reconciler:
         action = decisions.generator_action(job, digest)
         if action == "wait_for_stop":
             decisions.mark_generator_restarting(
-                status, "waiting for the previous generator pod to stop", gen, now)
+                status, "waiting for the previous generator pod to stop", gen, now
+            )
         elif action == "restart":
             self.children.stop_generator(ref.name, ref.namespace)
             decisions.mark_generator_restarting(
-                status, "spec changed: restarting the generator with it (server untouched)",
-                gen, now)
+                status,
+                "spec changed: restarting the generator with it (server untouched)",
+                gen,
+                now,
+            )
         elif action == "start":
             self.children.start_generator(ref.body, spec, ref.name, ref.namespace, document)
             decisions.mark_generator_started(status, gen, now)
@@ -210,8 +230,14 @@ class Reconciler:
             return self._generator_ended(ref, spec, status, job, now)
         return Outcome(status_to_wire(status))
 
-    def _generator_ended(self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus,
-                         job: dict[str, Any], now: str) -> Outcome:
+    def _generator_ended(
+        self,
+        ref: JobRef,
+        spec: GenerationJobSpec,
+        status: GenerationJobStatus,
+        job: dict[str, Any],
+        now: str,
+    ) -> Outcome:
         """Status from the generator Job (running, succeeded or failed) and its pods."""
         gen = ref.generation
         outcome, detail = observe.job_outcome(job)
@@ -219,12 +245,21 @@ class Reconciler:
         self._read_progress(spec, gen_pods, status)
         if outcome == "failed":
             message = decisions.generator_failure_message(
-                spec.generator.backoff_limit, detail, observe.generator_failure_detail(gen_pods))
+                spec.generator.backoff_limit, detail, observe.generator_failure_detail(gen_pods)
+            )
             # The failed Job has no running pod: keep it, so its pods' logs stay readable and a
             # restarted operator (or a lost status write) finds the same failure instead of
             # starting a new generator.
-            return self._fail(ref, spec, status, Event.GENERATOR_FAILED, "GeneratorFailed",
-                              message, now, stop_generator=False)
+            return self._fail(
+                ref,
+                spec,
+                status,
+                Event.GENERATOR_FAILED,
+                "GeneratorFailed",
+                message,
+                now,
+                stop_generator=False,
+            )
         if outcome == "succeeded":
             decisions.mark_succeeded(status, gen, now)
             return self._finished(ref, spec, status, now)
@@ -233,20 +268,24 @@ class Reconciler:
         return Outcome(status_to_wire(status))
 
     # -- reads from the pods -----------------------------------------------------------------
-    def _read_kv_capacity(self, spec: GenerationJobSpec,
-                          server_pods: list[dict[str, Any]]) -> int | None:
+    def _read_kv_capacity(
+        self, spec: GenerationJobSpec, server_pods: list[dict[str, Any]]
+    ) -> int | None:
         for ip in observe.running_pod_ips(server_pods):
-            kv = progress.server_kv_capacity(ip, spec.server.port,
-                                             self.settings.http_timeout_seconds)
+            kv = progress.server_kv_capacity(
+                ip, spec.server.port, self.settings.http_timeout_seconds
+            )
             if kv is not None:
                 return kv
         return None
 
-    def _read_progress(self, spec: GenerationJobSpec, pods: list[dict[str, Any]],
-                       status: GenerationJobStatus) -> None:
+    def _read_progress(
+        self, spec: GenerationJobSpec, pods: list[dict[str, Any]], status: GenerationJobStatus
+    ) -> None:
         for ip in observe.running_pod_ips(pods):
-            got = progress.scrape(ip, spec.generator.metrics_port,
-                                  self.settings.http_timeout_seconds)
+            got = progress.scrape(
+                ip, spec.generator.metrics_port, self.settings.http_timeout_seconds
+            )
             if got is None:
                 continue
             status.datasets = got.datasets

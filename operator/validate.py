@@ -28,20 +28,24 @@ def cluster_problems(spec: GenerationJobSpec) -> list[str]:
     if not spec.output.claim_name:
         problems.append(
             "spec.output.claimName: required in a cluster; without a PersistentVolumeClaim the "
-            "records would be written inside the pod and lost with it; set it to a claim name")
+            "records would be written inside the pod and lost with it; set it to a claim name"
+        )
     if not spec.inputs.claim_name:
         problems.append(
             "spec.inputs.claimName: required in a cluster; dataset sources are read from this "
-            "PersistentVolumeClaim (mounted read-only at spec.inputs.mountPath)")
+            "PersistentVolumeClaim (mounted read-only at spec.inputs.mountPath)"
+        )
     if spec.model.volume is None and not is_hub(spec.model.weights):
         problems.append(
             f"spec.model.volume: required for the local weights path {spec.model.weights!r}; "
-            "give the claim holding the weights, or use hf://ORG/NAME weights")
+            "give the claim holding the weights, or use hf://ORG/NAME weights"
+        )
     return problems
 
 
-def check(name: str, spec: dict[str, Any] | None,
-          settings: OperatorSettings) -> tuple[GenerationJobSpec | None, list[str]]:
+def check(
+    name: str, spec: dict[str, Any] | None, settings: OperatorSettings
+) -> tuple[GenerationJobSpec | None, list[str]]:
     """(the parsed spec with the operator's defaults, []) or (None, one message per problem)."""
     try:
         parsed = parse_spec(effective_spec(spec or {}, settings), name=name)
@@ -57,9 +61,12 @@ def admission_problems(body: dict[str, Any], settings: OperatorSettings) -> list
     name = meta.get("name") or "job"
     problems = []
     from draftgen.spec.job import JOB_NAME_MAX
+
     if len(name) > JOB_NAME_MAX:
-        problems.append(f"metadata.name: {name!r} is longer than {JOB_NAME_MAX} characters; "
-                        "children are named <name>-server-<n>: choose a shorter name")
+        problems.append(
+            f"metadata.name: {name!r} is longer than {JOB_NAME_MAX} characters; "
+            "children are named <name>-server-<n>: choose a shorter name"
+        )
     problems += check(name[:JOB_NAME_MAX], body.get("spec"), settings)[1]
     return problems
 
@@ -77,10 +84,10 @@ def register_webhook(settings: OperatorSettings) -> None:
 
     from draftgen.spec import GROUP, PLURAL, VERSION
 
-    @kopf.on.validate(GROUP, VERSION, PLURAL, id="generationjob-spec",
-                      operations=["CREATE", "UPDATE"])
+    @kopf.on.validate(
+        GROUP, VERSION, PLURAL, id="generationjob-spec", operations=["CREATE", "UPDATE"]
+    )
     def validate_generationjob(body: Any, **_: Any) -> None:
         problems = admission_problems(dict(body), settings)
         if problems:
-            raise kopf.AdmissionError("GenerationJob is invalid: " + "; ".join(problems),
-                                      code=422)
+            raise kopf.AdmissionError("GenerationJob is invalid: " + "; ".join(problems), code=422)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import sys
@@ -94,7 +95,7 @@ def train_bpe(corpus: str, num_merges: int) -> list[tuple[str, str]]:
     for _ in range(num_merges):
         counts: dict[tuple[str, str], int] = {}
         for word, freq in words.items():
-            for a, b in zip(word, word[1:]):
+            for a, b in itertools.pairwise(word):
                 counts[(a, b)] = counts.get((a, b), 0) + freq
         if not counts:
             break
@@ -563,8 +564,12 @@ def generation_prompts(out_dir: Path, name: str) -> list[list[int]]:
         msgs = [{"role": "user", "content": f"Question {i}: what is {i} times {i + 3}?"}]
         prompts.append(
             tok.apply_chat_template(
-                msgs, tools=SAMPLE_TOOLS if i == 2 else None, add_generation_prompt=True,
-                tokenize=True, return_dict=False, **{kw: flag},
+                msgs,
+                tools=SAMPLE_TOOLS if i == 2 else None,
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=False,
+                **{kw: flag},
             )
         )
     return prompts
@@ -585,10 +590,14 @@ def greedy_ok(weights, cfg_obj, cls, prompts, eos_id, steps: int = 48) -> bool:
             if first > 0.05:
                 return False
             out = model.generate(
-                input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=steps,
-                do_sample=False, eos_token_id=eos_id, pad_token_id=eos_id,
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=steps,
+                do_sample=False,
+                eos_token_id=eos_id,
+                pad_token_id=eos_id,
             )
-            if eos_id in out[0, len(p):].tolist():
+            if eos_id in out[0, len(p) :].tolist():
                 return False
     return True
 
@@ -651,7 +660,7 @@ def build_chatml(out_dir: Path) -> None:
     (out_dir / "special_tokens_map.json").write_text(
         json.dumps({"eos_token": "<|im_end|>", "pad_token": "<|im_end|>"}) + "\n"
     )
-    eos_id = [i for i, s in specials.items() if s == "<|im_end|>"][0]
+    eos_id = next(i for i, s in specials.items() if s == "<|im_end|>")
     RECIPES["tiny-chatml"]["tokenizer_size"] = max(specials) + 1
     build_model(out_dir, "tiny-chatml", eos_id=eos_id, bos_id=None)
 
@@ -716,7 +725,10 @@ def check(out_dir: Path, name: str, verbose: bool = True) -> None:
         )
         assert ids[-1] == 163606, ids[-8:]
         ids_nt = tok.apply_chat_template(
-            SAMPLE_MESSAGES, add_generation_prompt=True, tokenize=True, return_dict=False,
+            SAMPLE_MESSAGES,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
             thinking=False,
         )
         assert ids_nt[-2:] == [163606, 163607], ids_nt[-8:]
@@ -729,12 +741,19 @@ def check(out_dir: Path, name: str, verbose: bool = True) -> None:
             got = tok.encode(s, add_special_tokens=False)
             assert len(got) == 1, (s, got)
         ids = tok.apply_chat_template(
-            SAMPLE_MESSAGES, tools=SAMPLE_TOOLS, add_generation_prompt=True, tokenize=True,
-            return_dict=False, enable_thinking=False,
+            SAMPLE_MESSAGES,
+            tools=SAMPLE_TOOLS,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+            enable_thinking=False,
         )
         assert ids[-1] == tok.encode("\n\n", add_special_tokens=False)[-1] or True
         text = tok.apply_chat_template(
-            SAMPLE_MESSAGES, tools=SAMPLE_TOOLS, add_generation_prompt=True, tokenize=False,
+            SAMPLE_MESSAGES,
+            tools=SAMPLE_TOOLS,
+            add_generation_prompt=True,
+            tokenize=False,
             enable_thinking=False,
         )
         assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n"), text[-80:]

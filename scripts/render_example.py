@@ -34,8 +34,13 @@ def section() -> str:
     parts = [BEGIN]
     for obj in manifests():
         if obj["kind"] == "ConfigMap":
-            obj = {**obj, "data": {k: "<the GenerationJob document of examples/kimi-k2.5.yaml>"
-                                   for k in obj["data"]}}
+            obj = {
+                **obj,
+                "data": {
+                    k: "<the GenerationJob document of examples/kimi-k2.5.yaml>"
+                    for k in obj["data"]
+                },
+            }
         title = f"{obj['kind']} `{obj['metadata']['name']}`"
         body = yaml.safe_dump(obj, sort_keys=False, width=100)
         parts.append(f"#### {title}\n\n```yaml\n{body}```")

@@ -31,14 +31,21 @@ def kimi_values() -> dict:
         "serverDefaults": {"image": "lmsysorg/sglang:v0.5.5-cu129"},
         "monitoring": {
             "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
-            "podMonitors": {"labels": {"release": "kube-prometheus-stack"},
-                            "generator": {"enabled": True}, "sglang": {"enabled": True}},
+            "podMonitors": {
+                "labels": {"release": "kube-prometheus-stack"},
+                "generator": {"enabled": True},
+                "sglang": {"enabled": True},
+            },
             "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
             "grafanaDashboard": {"enabled": True},
         },
-        "generationJobs": [{"name": job["metadata"]["name"],
-                            "namespace": job["metadata"]["namespace"],
-                            "spec": job["spec"]}],
+        "generationJobs": [
+            {
+                "name": job["metadata"]["name"],
+                "namespace": job["metadata"]["namespace"],
+                "spec": job["spec"],
+            }
+        ],
     }
 
 
@@ -85,13 +92,21 @@ def document() -> str:
         if path.endswith("dashboard-configmap.yaml"):
             # The dashboard JSON is charts/draftgen/files/dashboard.json: show the wrapper only.
             doc = yaml.safe_load(body)
-            doc["data"] = {k: f"<charts/draftgen/files/dashboard.json, {len(v)} bytes>"
-                           for k, v in doc["data"].items()}
+            doc["data"] = {
+                k: f"<charts/draftgen/files/dashboard.json, {len(v)} bytes>"
+                for k, v in doc["data"].items()
+            }
             body = _dump(doc).strip()
         out += [f"### {path.split('/', 1)[1]}", "", "```yaml", body, "```", ""]
     if "draftgen/templates/NOTES.txt" in manifests:
-        out += ["## What `helm install` prints", "", "```",
-                manifests["draftgen/templates/NOTES.txt"].strip(), "```", ""]
+        out += [
+            "## What `helm install` prints",
+            "",
+            "```",
+            manifests["draftgen/templates/NOTES.txt"].strip(),
+            "```",
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -102,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     text = document()
     if args.check:
         if not DOC.exists() or DOC.read_text() != text:
-            print(f"{DOC.relative_to(REPO)} is stale: run scripts/render_install.py", file=sys.stderr)
+            print(
+                f"{DOC.relative_to(REPO)} is stale: run scripts/render_install.py", file=sys.stderr
+            )
             return 1
         return 0
     DOC.write_text(text)

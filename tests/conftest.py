@@ -44,6 +44,7 @@ def sglang_server(tiny_kimi: Path):
 
     url = os.environ.get("DRAFTGEN_TEST_SGLANG_URL")
     if url:
+
         class _External:
             pass
 

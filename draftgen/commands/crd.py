@@ -9,8 +9,13 @@ from draftgen.crd import crd_yaml
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--write", nargs="*", metavar="PATH", type=Path,
-                        help="write the CRD to these files instead of printing it")
+    parser.add_argument(
+        "--write",
+        nargs="*",
+        metavar="PATH",
+        type=Path,
+        help="write the CRD to these files instead of printing it",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,8 +21,10 @@ def run(args: argparse.Namespace) -> int:
             print(err, file=sys.stderr)
             status = 1
             continue
-        print(f"{path}: GenerationJob {job.metadata.name} is valid "
-              f"({len(job.spec.datasets)} datasets)")
+        print(
+            f"{path}: GenerationJob {job.metadata.name} is valid "
+            f"({len(job.spec.datasets)} datasets)"
+        )
         for warning in job.spec.warnings():
             print(f"  warning: {warning}")
     return status

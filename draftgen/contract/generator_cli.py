@@ -41,11 +41,15 @@ class ExitCode(enum.IntEnum):
     OK = 0, "every dataset met its budget or ran out of rows"
     UNEXPECTED = 1, "unexpected error (a bug: please report it with the log)"
     INVALID = 2, "the job file or the arguments are invalid"
-    INTEGRITY = 3, ("integrity check refused to start: the data would be wrong (tokenizer, "
-                    "template, server)")
+    INTEGRITY = (
+        3,
+        ("integrity check refused to start: the data would be wrong (tokenizer, template, server)"),
+    )
     SERVERS_DOWN = 4, "no server became healthy"
-    DISK_FULL = 5, ("the output volume is full; free space and run the same command again to "
-                    "resume")
+    DISK_FULL = (
+        5,
+        ("the output volume is full; free space and run the same command again to resume"),
+    )
     SIGINT = 130, "interrupted (SIGINT); run the same command again to resume"
     SIGTERM = 143, "terminated (SIGTERM); run the same command again to resume"
 
@@ -94,20 +98,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = exit_codes_epilog()
     parser.add_argument(Flag.JOB.value, required=True, type=Path, help="GenerationJob YAML file")
-    parser.add_argument(Flag.SERVER.value, action="append", required=True, dest="servers",
-                        metavar="URL", help="SGLang server base URL; repeat for replicas")
-    parser.add_argument(Flag.OUTPUT.value, type=Path, default=None,
-                        help="output directory (default: spec.output.path)")
-    parser.add_argument(Flag.INPUTS.value, type=Path, default=None,
-                        help="directory relative dataset sources resolve from "
-                             "(default: the job file's directory)")
-    parser.add_argument(Flag.METRICS_PORT.value, type=int, default=None,
-                        help="serve Prometheus metrics on this port (default: none)")
-    parser.add_argument(Flag.METRICS_LINGER.value, type=float, default=0.0, metavar="SECONDS",
-                        help="after a finished job, keep serving metrics this long so Prometheus "
-                             "scrapes the final counts (a signal ends the wait; default 0)")
-    parser.add_argument(Flag.PROGRESS.value, choices=PROGRESS_MODES, default="auto",
-                        help="live table on a terminal, log lines otherwise (auto)")
-    parser.add_argument(Flag.HEALTH_TIMEOUT.value, type=float,
-                        default=DEFAULT_HEALTH_TIMEOUT_SECONDS,
-                        help="seconds to wait for a server's /health_generate (default 1800)")
+    parser.add_argument(
+        Flag.SERVER.value,
+        action="append",
+        required=True,
+        dest="servers",
+        metavar="URL",
+        help="SGLang server base URL; repeat for replicas",
+    )
+    parser.add_argument(
+        Flag.OUTPUT.value,
+        type=Path,
+        default=None,
+        help="output directory (default: spec.output.path)",
+    )
+    parser.add_argument(
+        Flag.INPUTS.value,
+        type=Path,
+        default=None,
+        help="directory relative dataset sources resolve from (default: the job file's directory)",
+    )
+    parser.add_argument(
+        Flag.METRICS_PORT.value,
+        type=int,
+        default=None,
+        help="serve Prometheus metrics on this port (default: none)",
+    )
+    parser.add_argument(
+        Flag.METRICS_LINGER.value,
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="after a finished job, keep serving metrics this long so Prometheus "
+        "scrapes the final counts (a signal ends the wait; default 0)",
+    )
+    parser.add_argument(
+        Flag.PROGRESS.value,
+        choices=PROGRESS_MODES,
+        default="auto",
+        help="live table on a terminal, log lines otherwise (auto)",
+    )
+    parser.add_argument(
+        Flag.HEALTH_TIMEOUT.value,
+        type=float,
+        default=DEFAULT_HEALTH_TIMEOUT_SECONDS,
+        help="seconds to wait for a server's /health_generate (default 1800)",
+    )

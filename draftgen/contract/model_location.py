@@ -48,12 +48,13 @@ def parse(location: str) -> ModelLocation:
     """`hf://org/name@rev` → HubModel("org/name", "rev"); anything else → LocalModel."""
     if not location.startswith(HF_SCHEME):
         return LocalModel(location.removeprefix(FILE_SCHEME))
-    ref = location[len(HF_SCHEME):].strip("/")
+    ref = location[len(HF_SCHEME) :].strip("/")
     repo_id, _, revision = ref.partition("@")
     parts = repo_id.strip("/").split("/")
     if len(parts) != 2 or not all(parts) or (_ and not revision):
         raise ModelLocationError(
-            f"{location!r} is not a hub id: write hf://ORG/NAME, e.g. hf://moonshotai/Kimi-K2.5")
+            f"{location!r} is not a hub id: write hf://ORG/NAME, e.g. hf://moonshotai/Kimi-K2.5"
+        )
     return HubModel("/".join(parts), revision or None)
 
 

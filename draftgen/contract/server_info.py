@@ -60,7 +60,8 @@ def parse_server_info(body: Any) -> ServerInfo:
         kv_tokens=_positive_int(body.get("max_total_num_tokens"))
         or _first_rank(states, "max_total_num_tokens"),
         max_running_requests=_positive_int(
-            (states[0] if states else {}).get("effective_max_running_requests_per_dp"))
+            (states[0] if states else {}).get("effective_max_running_requests_per_dp")
+        )
         or _positive_int(body.get("max_running_requests")),
         max_prompt_tokens=_positive_int(body.get("max_req_input_len")),
         skip_tokenizer_init=bool(body.get("skip_tokenizer_init")),

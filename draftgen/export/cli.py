@@ -23,51 +23,96 @@ SUMMARY_FILE = "export-summary.json"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", type=Path, help="output directory written by `draftgen generate`")
-    parser.add_argument("--format", required=True, choices=FORMATS,
-                        help="speculators (input_ids + loss_mask JSONL), specforge (conversations "
-                             "JSONL, lossy text), parquet (a Hugging Face datasets directory)")
+    parser.add_argument(
+        "--format",
+        required=True,
+        choices=FORMATS,
+        help="speculators (input_ids + loss_mask JSONL), specforge (conversations "
+        "JSONL, lossy text), parquet (a Hugging Face datasets directory)",
+    )
     parser.add_argument("--out", required=True, type=Path, help="export directory to write")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
-    parser.add_argument("--include-truncated", action="store_true",
-                        help="keep samples that stopped at maxNewTokens (dropped by default)")
-    parser.add_argument("--mix", nargs="+", metavar="NAME=WEIGHT|NAME=tokens:N",
-                        help="per-dataset copies per sample (0.5 keeps half, 2 doubles) or a "
-                             "completion-token cap; unnamed datasets are carried once")
-    parser.add_argument("--validation-fraction", type=float, default=0.0, metavar="F",
-                        help="share of sample ids in the validation split (default 0)")
-    parser.add_argument("--split-seed", type=int, default=0, metavar="S",
-                        help="seed of the id hash behind the split and the mix (default 0)")
-    parser.add_argument("--tokenizer", metavar="PATH",
-                        help="tokenizer for the text formats (default: the job manifest's model)")
-    parser.add_argument("--specforge-text", action="store_true",
-                        help="specforge: write {id, text} rows (the rendered sequence, for "
-                             "SpecForge's --is-preformatted) instead of conversations")
-    parser.add_argument("--trust-remote-code", action="store_true",
-                        help="allow the tokenizer's own code to run (Kimi's tokenizer needs it)")
+    parser.add_argument(
+        "--include-truncated",
+        action="store_true",
+        help="keep samples that stopped at maxNewTokens (dropped by default)",
+    )
+    parser.add_argument(
+        "--mix",
+        nargs="+",
+        metavar="NAME=WEIGHT|NAME=tokens:N",
+        help="per-dataset copies per sample (0.5 keeps half, 2 doubles) or a "
+        "completion-token cap; unnamed datasets are carried once",
+    )
+    parser.add_argument(
+        "--validation-fraction",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="share of sample ids in the validation split (default 0)",
+    )
+    parser.add_argument(
+        "--split-seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="seed of the id hash behind the split and the mix (default 0)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        help="tokenizer for the text formats (default: the job manifest's model)",
+    )
+    parser.add_argument(
+        "--specforge-text",
+        action="store_true",
+        help="specforge: write {id, text} rows (the rendered sequence, for "
+        "SpecForge's --is-preformatted) instead of conversations",
+    )
+    parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="allow the tokenizer's own code to run (Kimi's tokenizer needs it)",
+    )
 
 
 def options_from(args: argparse.Namespace) -> ExportOptions:
     if not 0.0 <= args.validation_fraction < 1.0:
-        raise ExportError(f"--validation-fraction {args.validation_fraction}: give a number in "
-                          "[0, 1), e.g. 0.02")
-    return ExportOptions(include_truncated=args.include_truncated, mix=parse_mix(args.mix),
-                         validation_fraction=args.validation_fraction, split_seed=args.split_seed)
+        raise ExportError(
+            f"--validation-fraction {args.validation_fraction}: give a number in [0, 1), e.g. 0.02"
+        )
+    return ExportOptions(
+        include_truncated=args.include_truncated,
+        mix=parse_mix(args.mix),
+        validation_fraction=args.validation_fraction,
+        split_seed=args.split_seed,
+    )
 
 
-def export(src: Path, export_format: str, out: Path, options: ExportOptions,
-           tokenizer_path: str | None = None, trust_remote_code: bool = False,
-           overwrite: bool = False, specforge_text: bool = False) -> ExportSummary:
+def export(
+    src: Path,
+    export_format: str,
+    out: Path,
+    options: ExportOptions,
+    tokenizer_path: str | None = None,
+    trust_remote_code: bool = False,
+    overwrite: bool = False,
+    specforge_text: bool = False,
+) -> ExportSummary:
     """Write one export; returns what went into it."""
     src, out = Path(src), Path(out)
     if out.exists() and any(out.iterdir()) and not overwrite:
-        raise ExportError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
+        raise ExportError(
+            f"{out} exists and is not empty; choose another --out or pass --overwrite"
+        )
     if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
         raise ExportError(f"--out {out} is inside the records directory {src}; write it elsewhere")
     manifests = read_manifests(src)
     tokenizer = None
     if export_format != "parquet":
-        tokenizer = load_tokenizer(tokenizer_location(src, manifests, tokenizer_path),
-                                   trust_remote_code)
+        tokenizer = load_tokenizer(
+            tokenizer_location(src, manifests, tokenizer_path), trust_remote_code
+        )
 
     staging = out.with_name(f".{out.name}.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
@@ -92,12 +137,15 @@ def export(src: Path, export_format: str, out: Path, options: ExportOptions,
             read = sum(ds.records for ds in summary.datasets.values())
             raise ExportError(
                 f"nothing to export: {read} records read, none left after dropping truncated "
-                "samples and applying the mix; check --mix or pass --include-truncated")
+                "samples and applying the mix; check --mix or pass --include-truncated"
+            )
         data_files = dict(sorted(data_files.items(), key=lambda kv: kv[0] != "train"))
         (staging / "README.md").write_text(
-            card.render(summary, manifests, options, data_files, export_format), encoding="utf-8")
+            card.render(summary, manifests, options, data_files, export_format), encoding="utf-8"
+        )
         (staging / SUMMARY_FILE).write_text(
-            json.dumps(summary_json(summary, export_format), indent=2) + "\n", encoding="utf-8")
+            json.dumps(summary_json(summary, export_format), indent=2) + "\n", encoding="utf-8"
+        )
         _move_into_place(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -128,9 +176,14 @@ def summary_json(summary: ExportSummary, export_format: str) -> dict:
                 "truncated_dropped": ds.truncated_dropped,
                 "mixed_out": ds.mixed_out,
                 "duplicates": ds.duplicates,
-                "splits": {s: {"rows": c.samples, "prompt_tokens": c.prompt_tokens,
-                               "completion_tokens": c.completion_tokens}
-                           for s, c in ds.splits.items()},
+                "splits": {
+                    s: {
+                        "rows": c.samples,
+                        "prompt_tokens": c.prompt_tokens,
+                        "completion_tokens": c.completion_tokens,
+                    }
+                    for s, c in ds.splits.items()
+                },
             }
             for name, ds in summary.datasets.items()
         },
@@ -141,17 +194,29 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.specforge_text and args.format != "specforge":
             raise ExportError("--specforge-text goes with --format specforge")
-        summary = export(args.dir, args.format, args.out, options_from(args), args.tokenizer,
-                         args.trust_remote_code, args.overwrite, args.specforge_text)
+        summary = export(
+            args.dir,
+            args.format,
+            args.out,
+            options_from(args),
+            args.tokenizer,
+            args.trust_remote_code,
+            args.overwrite,
+            args.specforge_text,
+        )
     except ExportError as err:
         print(f"draftgen export: {err}", file=sys.stderr)
         return 1
     for name, ds in summary.datasets.items():
         rows = " ".join(f"{s}={c.samples}" for s, c in ds.splits.items() if c.samples)
-        print(f"{name}: {ds.records} records, exported {rows or 'nothing'}; "
-              f"{ds.truncated_dropped} dropped as truncated, {ds.mixed_out} left out by the mix")
+        print(
+            f"{name}: {ds.records} records, exported {rows or 'nothing'}; "
+            f"{ds.truncated_dropped} dropped as truncated, {ds.mixed_out} left out by the mix"
+        )
     if summary.read.torn_lines:
-        print(f"skipped {len(summary.read.torn_lines)} torn last line(s): "
-              f"{', '.join(summary.read.torn_lines)}")
+        print(
+            f"skipped {len(summary.read.torn_lines)} torn last line(s): "
+            f"{', '.join(summary.read.torn_lines)}"
+        )
     print(f"wrote {args.format} export to {args.out}")
     return 0

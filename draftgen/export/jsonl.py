@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import IO, Any
 
 
-def write_jsonl_splits(out_dir: Path, rows: Iterable[tuple[str, dict[str, Any]]],
-                       convert: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Path]:
+def write_jsonl_splits(
+    out_dir: Path,
+    rows: Iterable[tuple[str, dict[str, Any]]],
+    convert: Callable[[dict[str, Any]], dict[str, Any]],
+) -> dict[str, Path]:
     """`OUT/<split>.jsonl` for each split that gets a row; returns the files written."""
     handles: dict[str, IO[str]] = {}
     paths: dict[str, Path] = {}

@@ -12,19 +12,21 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SCHEMA = pa.schema([
-    pa.field("id", pa.string(), nullable=False),
-    pa.field("dataset", pa.string(), nullable=False),
-    pa.field("source_index", pa.int64()),
-    pa.field("turn", pa.int64()),
-    pa.field("input_ids", pa.list_(pa.int64()), nullable=False),
-    pa.field("output_ids", pa.list_(pa.int64()), nullable=False),
-    pa.field("prompt_tokens", pa.int64(), nullable=False),
-    pa.field("completion_tokens", pa.int64(), nullable=False),
-    pa.field("finish_reason", pa.string(), nullable=False),
-    pa.field("matched_stop", pa.string()),
-    pa.field("meta", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("source_index", pa.int64()),
+        pa.field("turn", pa.int64()),
+        pa.field("input_ids", pa.list_(pa.int64()), nullable=False),
+        pa.field("output_ids", pa.list_(pa.int64()), nullable=False),
+        pa.field("prompt_tokens", pa.int64(), nullable=False),
+        pa.field("completion_tokens", pa.int64(), nullable=False),
+        pa.field("finish_reason", pa.string(), nullable=False),
+        pa.field("matched_stop", pa.string()),
+        pa.field("meta", pa.string()),
+    ]
+)
 """Columns; `matched_stop` and `meta` hold JSON text (the stop may be an id or a string)."""
 
 ROW_GROUP_ROWS = 1_000
@@ -95,8 +97,9 @@ class _SplitWriter:
             self.writer.close()
 
 
-def write(out_dir: Path, rows: Iterable[tuple[str, dict[str, Any]]],
-          rows_per_file: int = ROWS_PER_FILE) -> dict[str, list[Path]]:
+def write(
+    out_dir: Path, rows: Iterable[tuple[str, dict[str, Any]]], rows_per_file: int = ROWS_PER_FILE
+) -> dict[str, list[Path]]:
     """Parquet files per split (the card is written separately, once counts are known)."""
     data_dir = Path(out_dir) / "data"
     data_dir.mkdir(parents=True, exist_ok=True)

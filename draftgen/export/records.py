@@ -30,11 +30,17 @@ def dataset_dirs(root: Path) -> list[Path]:
     """Dataset directories of an output directory, in name order (the export order)."""
     root = Path(root)
     if not root.is_dir():
-        raise ExportError(f"{root}: no such directory; give the directory `draftgen generate` wrote")
+        raise ExportError(
+            f"{root}: no such directory; give the directory `draftgen generate` wrote"
+        )
     found = sorted(
-        p for p in root.iterdir()
-        if p.is_dir() and (any(layout.shard_index(f.name) is not None for f in p.iterdir())
-                           or layout.dataset_manifest(p).is_file())
+        p
+        for p in root.iterdir()
+        if p.is_dir()
+        and (
+            any(layout.shard_index(f.name) is not None for f in p.iterdir())
+            or layout.dataset_manifest(p).is_file()
+        )
     )
     if not found:
         raise ExportError(

@@ -64,7 +64,8 @@ class DatasetSummary:
     duplicates: int = 0
     """Records whose id was already read (kept once)."""
     splits: dict[str, SplitCounts] = field(
-        default_factory=lambda: {TRAIN: SplitCounts(), VALIDATION: SplitCounts()})
+        default_factory=lambda: {TRAIN: SplitCounts(), VALIDATION: SplitCounts()}
+    )
     """Exported rows per split (repeated copies count each time)."""
     completion_histogram: Counter = field(default_factory=Counter)
     """Exported rows by completion length bucket (index into HISTOGRAM_EDGES)."""
@@ -120,8 +121,9 @@ def histogram_bucket(length: int) -> int:
     return len(HISTOGRAM_EDGES)
 
 
-def export_rows(root: Path, options: ExportOptions,
-                summary: ExportSummary) -> Iterator[tuple[str, dict[str, Any]]]:
+def export_rows(
+    root: Path, options: ExportOptions, summary: ExportSummary
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(split, record) for every row the export writes, dataset by dataset in name order,
     records in shard order; `summary` fills in as the stream is consumed."""
     dirs = dataset_dirs(root)
@@ -138,9 +140,13 @@ def export_rows(root: Path, options: ExportOptions,
         kept_by_tokens = None
         if rule is not None and rule.token_cap is not None:
             kept_by_tokens = select_by_tokens(
-                [(r["id"], len(r["output_ids"]))
-                 for r in _eligible(directory, options, None, None)],
-                rule.token_cap, options.split_seed)
+                [
+                    (r["id"], len(r["output_ids"]))
+                    for r in _eligible(directory, options, None, None)
+                ],
+                rule.token_cap,
+                options.split_seed,
+            )
         for record in _eligible(directory, options, ds, summary.read):
             if kept_by_tokens is not None:
                 copies = 1 if record["id"] in kept_by_tokens else 0
@@ -158,8 +164,9 @@ def export_rows(root: Path, options: ExportOptions,
                 yield split, record
 
 
-def _eligible(directory: Path, options: ExportOptions, ds: DatasetSummary | None,
-              read: ReadStats | None) -> Iterator[dict[str, Any]]:
+def _eligible(
+    directory: Path, options: ExportOptions, ds: DatasetSummary | None, read: ReadStats | None
+) -> Iterator[dict[str, Any]]:
     """Records that may be exported: each id once, truncated ones only when asked for.
     Counts go to `ds` when given (the pass that writes), not on the token-cap pre-pass."""
     seen: set[str] = set()

@@ -27,15 +27,26 @@ class ChatFormat:
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
-        ids = {t: self._single(t) for t in (
-            "<|im_system|>", "<|im_user|>", "<|im_assistant|>", "<|im_middle|>",
-            "<|im_start|>", "<|im_end|>")}
+        ids = {
+            t: self._single(t)
+            for t in (
+                "<|im_system|>",
+                "<|im_user|>",
+                "<|im_assistant|>",
+                "<|im_middle|>",
+                "<|im_start|>",
+                "<|im_end|>",
+            )
+        }
         self.end = ids["<|im_end|>"]
         self.middle: int | None
         if ids["<|im_middle|>"] is not None and ids["<|im_user|>"] is not None:
             self.kind = "kimi"
-            self.headers = {ids["<|im_system|>"]: "system", ids["<|im_user|>"]: "user",
-                            ids["<|im_assistant|>"]: "assistant"}
+            self.headers = {
+                ids["<|im_system|>"]: "system",
+                ids["<|im_user|>"]: "user",
+                ids["<|im_assistant|>"]: "assistant",
+            }
             self.headers.pop(None, None)
             self.middle = ids["<|im_middle|>"]
         elif ids["<|im_start|>"] is not None:
@@ -60,16 +71,18 @@ class ChatFormat:
         """The prompt's messages and the open assistant turn's text (the generation prefix)."""
         starts = [i for i, t in enumerate(ids) if t in self.headers]
         if not starts:
-            raise ExportError("a prompt has no role tokens of its chat format; it cannot be "
-                              "split into messages (use --format speculators or parquet)")
+            raise ExportError(
+                "a prompt has no role tokens of its chat format; it cannot be "
+                "split into messages (use --format speculators or parquet)"
+            )
         messages: list[dict[str, str]] = []
         prefix = None
         for n, start in enumerate(starts):
             stop = starts[n + 1] if n + 1 < len(starts) else len(ids)
-            body = ids[start + 1:stop]
+            body = ids[start + 1 : stop]
             closed = self.end is not None and self.end in body
             if closed and self.end is not None:
-                body = body[:body.index(self.end)]
+                body = body[: body.index(self.end)]
             role, name, content = self._turn(ids[start], body)
             if not closed:
                 if n + 1 != len(starts) or role != "assistant":
@@ -81,8 +94,10 @@ class ChatFormat:
                 message["name"] = name
             messages.append(message)
         if prefix is None:
-            raise ExportError("a prompt does not end with an open assistant turn (the generation "
-                              "prompt); was it rendered with add_generation_prompt?")
+            raise ExportError(
+                "a prompt does not end with an open assistant turn (the generation "
+                "prompt); was it rendered with add_generation_prompt?"
+            )
         return messages, prefix
 
     def _turn(self, header: int, body: list[int]) -> tuple[str, str, str]:
@@ -91,7 +106,7 @@ class ChatFormat:
             name = ""
             if self.middle in body:
                 cut = body.index(self.middle)
-                name, body = decode(self.tokenizer, body[:cut]).strip(), body[cut + 1:]
+                name, body = decode(self.tokenizer, body[:cut]).strip(), body[cut + 1 :]
             if role == "system" and name in ROLES:
                 role = name
             return role, name, decode(self.tokenizer, body)
@@ -111,13 +126,18 @@ def to_specforge(record: dict[str, Any], chat: ChatFormat) -> dict[str, Any]:
         messages, prefix = chat.split_prompt(record["input_ids"])
     except ExportError as err:
         raise ExportError(f"record {record['id']}: {err}") from err
-    messages.append({"role": "assistant", "content": prefix + chat.completion_text(record["output_ids"])})
+    messages.append(
+        {"role": "assistant", "content": prefix + chat.completion_text(record["output_ids"])}
+    )
     return {"id": record["id"], "conversations": messages}
 
 
 def to_specforge_text(record: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
     """The row SpecForge's `--is-preformatted` reads: the whole sequence as rendered text."""
-    return {"id": record["id"], "text": decode(tokenizer, record["input_ids"] + record["output_ids"])}
+    return {
+        "id": record["id"],
+        "text": decode(tokenizer, record["input_ids"] + record["output_ids"]),
+    }
 
 
 def write(out_dir: Path, rows, tokenizer: Any, preformatted: bool = False) -> dict[str, Path]:

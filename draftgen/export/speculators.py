@@ -32,8 +32,9 @@ def primary_id(sample_id: str) -> str:
     return head if sep and tail.isdigit() else sample_id
 
 
-def to_speculators(record: dict[str, Any], tokenizer: Any,
-                   tool_ids: frozenset[int] = frozenset()) -> dict[str, Any]:
+def to_speculators(
+    record: dict[str, Any], tokenizer: Any, tool_ids: frozenset[int] = frozenset()
+) -> dict[str, Any]:
     prompt, completion = record["input_ids"], record["output_ids"]
     input_ids = [*prompt, *completion]
     meta = record.get("meta") or {}

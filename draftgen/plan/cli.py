@@ -26,36 +26,80 @@ def _positive(kind):
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{text} must be positive")
         return value
+
     return parse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job", required=True, type=Path, help="GenerationJob YAML file")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
-    parser.add_argument("--model-config", type=Path, metavar="PATH",
-                        help="the model's config.json (or its directory); default: "
-                             "spec.model.configPath, else config.json in the weights")
-    parser.add_argument("--gpu-memory-gib", type=_positive(float), metavar="N",
-                        help="memory of one GPU in GiB, for the estimate")
+    parser.add_argument(
+        "--model-config",
+        type=Path,
+        metavar="PATH",
+        help="the model's config.json (or its directory); default: "
+        "spec.model.configPath, else config.json in the weights",
+    )
+    parser.add_argument(
+        "--gpu-memory-gib",
+        type=_positive(float),
+        metavar="N",
+        help="memory of one GPU in GiB, for the estimate",
+    )
     measured = parser.add_argument_group("one observed start (replaces the estimate)")
-    measured.add_argument("--free-before-load-gib", type=_positive(float), metavar="X",
-                          help="`Load weight begin. avail mem=X GB` (minimum over ranks)")
-    measured.add_argument("--free-after-load-gib", type=_positive(float), metavar="Y",
-                          help="`Load weight end. ... avail mem=Y GB` (minimum over ranks)")
-    measured.add_argument("--from-log", type=Path, metavar="FILE",
-                          help="an SGLang startup log; its memory lines are read")
-    parser.add_argument("--decode-tokens-per-second", type=_positive(float), metavar="S",
-                        help="decode speed of one request with the server full")
-    parser.add_argument("--mean-prompt-tokens", type=_positive(int), metavar="N",
-                        help="mean prompt length for every dataset")
-    parser.add_argument("--mean-completion-tokens", type=_positive(int), metavar="N",
-                        help="mean completion length for every dataset")
-    parser.add_argument("--measured-throughput", type=_positive(float), metavar="T",
-                        help="observed completion tokens/s: ETA from it, and compared to the bound")
-    parser.add_argument("--mem-fraction-static", type=float, metavar="F",
-                        help="plan for this fraction instead of the job's")
-    parser.add_argument("--kv-cache-dtype", choices=get_args(KVCacheDtype),
-                        help="plan for this KV dtype instead of the job's")
+    measured.add_argument(
+        "--free-before-load-gib",
+        type=_positive(float),
+        metavar="X",
+        help="`Load weight begin. avail mem=X GB` (minimum over ranks)",
+    )
+    measured.add_argument(
+        "--free-after-load-gib",
+        type=_positive(float),
+        metavar="Y",
+        help="`Load weight end. ... avail mem=Y GB` (minimum over ranks)",
+    )
+    measured.add_argument(
+        "--from-log",
+        type=Path,
+        metavar="FILE",
+        help="an SGLang startup log; its memory lines are read",
+    )
+    parser.add_argument(
+        "--decode-tokens-per-second",
+        type=_positive(float),
+        metavar="S",
+        help="decode speed of one request with the server full",
+    )
+    parser.add_argument(
+        "--mean-prompt-tokens",
+        type=_positive(int),
+        metavar="N",
+        help="mean prompt length for every dataset",
+    )
+    parser.add_argument(
+        "--mean-completion-tokens",
+        type=_positive(int),
+        metavar="N",
+        help="mean completion length for every dataset",
+    )
+    parser.add_argument(
+        "--measured-throughput",
+        type=_positive(float),
+        metavar="T",
+        help="observed completion tokens/s: ETA from it, and compared to the bound",
+    )
+    parser.add_argument(
+        "--mem-fraction-static",
+        type=float,
+        metavar="F",
+        help="plan for this fraction instead of the job's",
+    )
+    parser.add_argument(
+        "--kv-cache-dtype",
+        choices=get_args(KVCacheDtype),
+        help="plan for this KV dtype instead of the job's",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,12 +109,17 @@ def run(args: argparse.Namespace) -> int:
         print(err, file=sys.stderr)
         return 1
     if args.from_log and (args.free_before_load_gib or args.free_after_load_gib):
-        print("plan: give either --from-log or --free-before-load-gib/--free-after-load-gib, "
-              "not both", file=sys.stderr)
+        print(
+            "plan: give either --from-log or --free-before-load-gib/--free-after-load-gib, "
+            "not both",
+            file=sys.stderr,
+        )
         return 2
     if args.mem_fraction_static is not None and not 0 < args.mem_fraction_static < 1:
-        print(f"plan: --mem-fraction-static {args.mem_fraction_static} must be between 0 and 1",
-              file=sys.stderr)
+        print(
+            f"plan: --mem-fraction-static {args.mem_fraction_static} must be between 0 and 1",
+            file=sys.stderr,
+        )
         return 2
     try:
         inputs = PlanInputs(

@@ -34,8 +34,9 @@ class DatasetLengths:
         return self.prompt_tokens + self.completion_tokens
 
 
-def mean_sequence_tokens(lengths: list[DatasetLengths],
-                         samples: dict[str, float] | None = None) -> float | None:
+def mean_sequence_tokens(
+    lengths: list[DatasetLengths], samples: dict[str, float] | None = None
+) -> float | None:
     """Mean sequence over the datasets running interleaved, weighted by their expected sample
     counts (a dataset with more requests has more of them in flight); equal weights when unknown.
     None when no dataset has both lengths."""
@@ -49,8 +50,9 @@ def mean_sequence_tokens(lengths: list[DatasetLengths],
     return sum(weights[d.name] * (d.sequence_tokens or 0) for d in known) / total
 
 
-def concurrent_decodes(kv_capacity_tokens: int, mean_sequence: float,
-                       max_running_requests: int | None = None) -> int:
+def concurrent_decodes(
+    kv_capacity_tokens: int, mean_sequence: float, max_running_requests: int | None = None
+) -> int:
     """Requests that decode at once when each holds `mean_sequence` tokens of KV."""
     if mean_sequence <= 0:
         raise ValueError(f"mean sequence must be positive, got {mean_sequence}")
@@ -72,23 +74,30 @@ class ThroughputVerdict:
     message: str
 
 
-def explain_throughput(observed: float, ceiling: float, decodes: int,
-                       decode_tokens_per_second: float) -> ThroughputVerdict:
+def explain_throughput(
+    observed: float, ceiling: float, decodes: int, decode_tokens_per_second: float
+) -> ThroughputVerdict:
     """Whether an observed rate is the KV bound or something else holds it back."""
     ratio = observed / ceiling if ceiling else 0.0
-    bound = (f"{decodes} decodes × {decode_tokens_per_second:g} tok/s = {ceiling:,.0f} tok/s")
+    bound = f"{decodes} decodes × {decode_tokens_per_second:g} tok/s = {ceiling:,.0f} tok/s"
     if ratio > 1.1:
-        message = (f"{observed:,.0f} tok/s is {ratio:.0%} of the full-length KV bound ({bound}): "
-                   "running requests hold less KV than their full sequence (most are mid-way, "
-                   "some are short), so more of them fit; the plan's lengths are pessimistic, or "
-                   "the per-request speed is higher than given")
+        message = (
+            f"{observed:,.0f} tok/s is {ratio:.0%} of the full-length KV bound ({bound}): "
+            "running requests hold less KV than their full sequence (most are mid-way, "
+            "some are short), so more of them fit; the plan's lengths are pessimistic, or "
+            "the per-request speed is higher than given"
+        )
     elif ratio >= AT_CEILING:
-        message = (f"{observed:,.0f} tok/s is {ratio:.0%} of the KV bound ({bound}): the server runs "
-                   "every decode that fits; more client concurrency only lengthens the queue. "
-                   "More KV (a higher memFractionStatic within headroom, more GPUs, or a lossy "
-                   "KV dtype if quality allows) or shorter sequences raise it")
+        message = (
+            f"{observed:,.0f} tok/s is {ratio:.0%} of the KV bound ({bound}): the server runs "
+            "every decode that fits; more client concurrency only lengthens the queue. "
+            "More KV (a higher memFractionStatic within headroom, more GPUs, or a lossy "
+            "KV dtype if quality allows) or shorter sequences raise it"
+        )
     else:
-        message = (f"{observed:,.0f} tok/s is {ratio:.0%} of the KV bound ({bound}): not KV-bound; "
-                   "check that the generator keeps enough requests in flight (a queue should "
-                   "exist) and the per-request decode speed")
+        message = (
+            f"{observed:,.0f} tok/s is {ratio:.0%} of the KV bound ({bound}): not KV-bound; "
+            "check that the generator keeps enough requests in flight (a queue should "
+            "exist) and the per-request decode speed"
+        )
     return ThroughputVerdict(observed, ceiling, ratio, ratio >= AT_CEILING, message)

@@ -21,7 +21,7 @@ def format_duration(seconds: float | None) -> str:
     """`62400` → `17h20m`; `2700` → `45m`; `42` → `42s`; None or negative → `` (unknown)."""
     if seconds is None or seconds < 0 or seconds != seconds or seconds == float("inf"):
         return ""
-    total = int(round(seconds))
+    total = round(seconds)
     if total < 60:
         return f"{total}s"
     minutes = (total + 30) // 60
@@ -52,45 +52,74 @@ class DatasetWork:
         return max(self.completion_tokens - self.done_tokens, 0.0)
 
 
-def _work_options(completion_budget: int | None, total_budget: int | None,
-                  max_samples: int | None, prompt: float | None, completion: float | None
-                  ) -> list[tuple[float, str]]:
+def _work_options(
+    completion_budget: int | None,
+    total_budget: int | None,
+    max_samples: int | None,
+    prompt: float | None,
+    completion: float | None,
+) -> list[tuple[float, str]]:
     """(completion tokens, why) for each limit the mean lengths can turn into tokens."""
     options: list[tuple[float, str]] = []
     if completion_budget is not None:
         options.append((float(completion_budget), f"completionTokens {completion_budget:,}"))
     if max_samples is not None and completion is not None:
-        options.append((float(max_samples * completion),
-                        f"maxSamples {max_samples:,} × {completion:,} completion tokens"))
-    if total_budget is not None and completion is not None and prompt is not None and (
-            prompt + completion > 0):
-        options.append((total_budget * completion / (prompt + completion),
-                        f"totalTokens {total_budget:,} × {completion:,}/"
-                        f"{prompt + completion:,} completion share"))
+        options.append(
+            (
+                float(max_samples * completion),
+                f"maxSamples {max_samples:,} × {completion:,} completion tokens",
+            )
+        )
+    if (
+        total_budget is not None
+        and completion is not None
+        and prompt is not None
+        and (prompt + completion > 0)
+    ):
+        options.append(
+            (
+                total_budget * completion / (prompt + completion),
+                f"totalTokens {total_budget:,} × {completion:,}/"
+                f"{prompt + completion:,} completion share",
+            )
+        )
     return options
 
 
-def remaining_completion_tokens(completion_budget: int | None, total_budget: int | None,
-                                max_samples: int | None, mean_prompt: float | None,
-                                mean_completion: float | None, done_completion_tokens: int
-                                ) -> float | None:
+def remaining_completion_tokens(
+    completion_budget: int | None,
+    total_budget: int | None,
+    max_samples: int | None,
+    mean_prompt: float | None,
+    mean_completion: float | None,
+    done_completion_tokens: int,
+) -> float | None:
     """Completion tokens still to generate before a dataset's nearest limit (None: unknown)."""
-    options = _work_options(completion_budget, total_budget, max_samples, mean_prompt,
-                            mean_completion)
+    options = _work_options(
+        completion_budget, total_budget, max_samples, mean_prompt, mean_completion
+    )
     if not options:
         return None
     return max(min(t for t, _ in options) - done_completion_tokens, 0.0)
 
 
-def dataset_work(name: str, completion_budget: int | None, total_budget: int | None,
-                 max_samples: int | None, lengths: DatasetLengths, done_tokens: int = 0
-                 ) -> DatasetWork:
+def dataset_work(
+    name: str,
+    completion_budget: int | None,
+    total_budget: int | None,
+    max_samples: int | None,
+    lengths: DatasetLengths,
+    done_tokens: int = 0,
+) -> DatasetWork:
     """The completion tokens a dataset's budget asks for (the smallest of its limits)."""
     prompt, completion = lengths.prompt_tokens, lengths.completion_tokens
     options = _work_options(completion_budget, total_budget, max_samples, prompt, completion)
     if not options:
-        needs = ("a budget" if completion_budget is None and total_budget is None
-                 and max_samples is None else "mean prompt/completion lengths for its budget")
+        needs = (
+            "a budget"
+            if completion_budget is None and total_budget is None and max_samples is None
+            else "mean prompt/completion lengths for its budget"
+        )
         return DatasetWork(name, None, None, f"unknown: needs {needs}", done_tokens)
     tokens, basis = min(options)
     samples = tokens / completion if completion else None
@@ -121,9 +150,20 @@ def eta(work: list[DatasetWork], throughput_tokens_per_second: float, basis: str
     """Seconds per dataset and in total, at one throughput."""
     if throughput_tokens_per_second <= 0:
         raise ValueError(f"throughput must be positive, got {throughput_tokens_per_second}")
-    per = {w.name: (None if w.remaining_tokens is None
-                    else w.remaining_tokens / throughput_tokens_per_second) for w in work}
+    per = {
+        w.name: (
+            None
+            if w.remaining_tokens is None
+            else w.remaining_tokens / throughput_tokens_per_second
+        )
+        for w in work
+    }
     known = sum(w.remaining_tokens or 0.0 for w in work)
     complete = all(w.remaining_tokens is not None for w in work)
-    return Eta(throughput_tokens_per_second, basis, per, known,
-               known / throughput_tokens_per_second if complete else None)
+    return Eta(
+        throughput_tokens_per_second,
+        basis,
+        per,
+        known,
+        known / throughput_tokens_per_second if complete else None,
+    )

@@ -41,14 +41,18 @@ class Headroom:
     def warning(self) -> str | None:
         if not self.thin:
             return None
-        return (f"memFractionStatic {self.mem_fraction_static}: about "
-                f"{max(self.after_graphs_gib, 0):.2f} GiB per GPU left for prefill activations "
-                f"after CUDA graphs ({self.cuda_graph_source} {self.cuda_graph_gib:.2f} GiB), below "
-                f"{self.min_headroom_gib:.2f} GiB; a burst of prompts can crash the server out of "
-                "memory (0.82 GB did at 0.93); lower memFractionStatic")
+        return (
+            f"memFractionStatic {self.mem_fraction_static}: about "
+            f"{max(self.after_graphs_gib, 0):.2f} GiB per GPU left for prefill activations "
+            f"after CUDA graphs ({self.cuda_graph_source} {self.cuda_graph_gib:.2f} GiB), below "
+            f"{self.min_headroom_gib:.2f} GiB; a burst of prompts can crash the server out of "
+            "memory (0.82 GB did at 0.93); lower memFractionStatic"
+        )
 
 
-def cuda_graph_estimate(profile: MemoryProfile, given_gib: float | None) -> tuple[float, GraphSource]:
+def cuda_graph_estimate(
+    profile: MemoryProfile, given_gib: float | None
+) -> tuple[float, GraphSource]:
     """Memory graph capture takes per rank: given, seen at a start, or 6% of free memory."""
     if given_gib is not None:
         return given_gib, "given"
@@ -57,8 +61,12 @@ def cuda_graph_estimate(profile: MemoryProfile, given_gib: float | None) -> tupl
     return profile.free_before_load_gib * CUDA_GRAPH_FRACTION_OF_FREE, "estimated"
 
 
-def headroom(profile: MemoryProfile, capacity: KVCapacity, cuda_graph_gib: float | None = None,
-             min_headroom_gib: float = 2.0) -> Headroom:
+def headroom(
+    profile: MemoryProfile,
+    capacity: KVCapacity,
+    cuda_graph_gib: float | None = None,
+    min_headroom_gib: float = 2.0,
+) -> Headroom:
     """Free memory after this pool is allocated (more when `--max-total-tokens` capped it)."""
     after_pool = profile.free_after_load_gib - capacity.tokens * capacity.cell_bytes / GiB
     graphs, source = cuda_graph_estimate(profile, cuda_graph_gib)

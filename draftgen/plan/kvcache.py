@@ -60,9 +60,13 @@ class MemoryProfile:
         return 1.0 - (self.free_after_load_gib - need_gib) / self.free_before_load_gib
 
 
-def measured(free_before_load_gib: float, free_after_load_gib: float,
-             cuda_graph_gib: float | None = None, detail: str = "",
-             source: MemorySource = "measured") -> MemoryProfile:
+def measured(
+    free_before_load_gib: float,
+    free_after_load_gib: float,
+    cuda_graph_gib: float | None = None,
+    detail: str = "",
+    source: MemorySource = "measured",
+) -> MemoryProfile:
     """Free memory as SGLang logged it at one start (per rank, minimum over ranks)."""
     if free_after_load_gib > free_before_load_gib:
         raise MemoryInputError(
@@ -72,17 +76,24 @@ def measured(free_before_load_gib: float, free_after_load_gib: float,
     return MemoryProfile(free_before_load_gib, free_after_load_gib, source, detail, cuda_graph_gib)
 
 
-def estimated(gpu_memory_gib: float, weights_bytes: int, tensor_parallel_size: int,
-              cuda_context_gib: float, load_overhead_gib: float) -> MemoryProfile:
+def estimated(
+    gpu_memory_gib: float,
+    weights_bytes: int,
+    tensor_parallel_size: int,
+    cuda_context_gib: float,
+    load_overhead_gib: float,
+) -> MemoryProfile:
     """Free memory predicted from the GPU size and the weights: each rank holds
     weights / tensorParallelSize plus an overhead."""
     before = gpu_memory_gib - cuda_context_gib
     per_rank = weights_bytes / tensor_parallel_size / GiB
     after = before - per_rank - load_overhead_gib
-    detail = (f"estimated: {gpu_memory_gib:.2f} GiB GPU − {cuda_context_gib:.2f} GiB context = "
-              f"{before:.2f} GiB before loading; − {weights_bytes / 1e9:.1f} GB weights / "
-              f"{tensor_parallel_size} ranks ({per_rank:.2f} GiB) − {load_overhead_gib:.2f} GiB "
-              f"overhead = {after:.2f} GiB after")
+    detail = (
+        f"estimated: {gpu_memory_gib:.2f} GiB GPU − {cuda_context_gib:.2f} GiB context = "
+        f"{before:.2f} GiB before loading; − {weights_bytes / 1e9:.1f} GB weights / "
+        f"{tensor_parallel_size} ranks ({per_rank:.2f} GiB) − {load_overhead_gib:.2f} GiB "
+        f"overhead = {after:.2f} GiB after"
+    )
     if after <= 0:
         raise MemoryInputError(
             f"the weights do not fit: {detail}; use more tensor-parallel ranks or larger GPUs"
@@ -113,8 +124,9 @@ class KVCapacity:
         return self.tokens > 0
 
 
-def max_total_num_tokens(profile: MemoryProfile, mem_fraction_static: float, cell_bytes: int,
-                         page_size: int = 1) -> int:
+def max_total_num_tokens(
+    profile: MemoryProfile, mem_fraction_static: float, cell_bytes: int, page_size: int = 1
+) -> int:
     """SGLang's pool size before any `--max-total-tokens` cap; 0 when nothing is left."""
     rest = profile.rest_gib(mem_fraction_static)
     if rest <= 0:
@@ -123,16 +135,24 @@ def max_total_num_tokens(profile: MemoryProfile, mem_fraction_static: float, cel
     return tokens // page_size * page_size
 
 
-def kv_capacity(profile: MemoryProfile, mem_fraction_static: float, cell_bytes: int,
-                kv_cache_dtype: str, max_total_tokens: int | None = None,
-                page_size: int = 1) -> KVCapacity:
+def kv_capacity(
+    profile: MemoryProfile,
+    mem_fraction_static: float,
+    cell_bytes: int,
+    kv_cache_dtype: str,
+    max_total_tokens: int | None = None,
+    page_size: int = 1,
+) -> KVCapacity:
     """The pool at one fraction and KV dtype, capped by `--max-total-tokens` when given."""
     uncapped = max_total_num_tokens(profile, mem_fraction_static, cell_bytes, page_size)
     tokens = min(uncapped, max_total_tokens) if max_total_tokens else uncapped
     return KVCapacity(
-        mem_fraction_static=mem_fraction_static, kv_cache_dtype=kv_cache_dtype,
-        cell_bytes=cell_bytes, rest_gib=profile.rest_gib(mem_fraction_static),
-        uncapped_tokens=uncapped, tokens=tokens,
+        mem_fraction_static=mem_fraction_static,
+        kv_cache_dtype=kv_cache_dtype,
+        cell_bytes=cell_bytes,
+        rest_gib=profile.rest_gib(mem_fraction_static),
+        uncapped_tokens=uncapped,
+        tokens=tokens,
         capped_by_max_total_tokens=bool(max_total_tokens) and tokens < uncapped,
     )
 
@@ -147,8 +167,15 @@ _PATTERNS = {
     "pool_end": re.compile(r"Memory pool end\. avail mem=" + _FLOAT + " GB"),
     "graph": re.compile(r"Capture .*?(?:cuda|CUDA) graph end\..*?mem usage=" + _FLOAT + " GB"),
 }
-_KV_ALLOC = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+), (?:KV size: " + _FLOAT
-                       + r" GB|K size: " + _FLOAT + r" GB, V size: " + _FLOAT + " GB)")
+_KV_ALLOC = re.compile(
+    r"KV Cache is allocated\..*?#tokens: (\d+), (?:KV size: "
+    + _FLOAT
+    + r" GB|K size: "
+    + _FLOAT
+    + r" GB, V size: "
+    + _FLOAT
+    + " GB)"
+)
 _SCHED = re.compile(r"max_total_num_tokens=(\d+).*?available_(?:gpu|cpu)_mem=" + _FLOAT + " GB")
 # Server arguments: `ServerArgs(mem_fraction_static=0.88, ...)` or `{'mem_fraction_static': 0.88}`.
 _MEM_FRACTION = re.compile(r"\bmem_fraction_static'?(?:=|: )" + _FLOAT)
@@ -180,11 +207,18 @@ class StartLog:
     """`--max-total-tokens` of that start, which capped its pool."""
 
     def profile(self) -> MemoryProfile:
-        detail = (f"from an SGLang log: {self.free_before_load_gib:.2f} GiB free before loading, "
-                  f"{self.free_after_load_gib:.2f} GiB after (minimum over {self.ranks} "
-                  f"rank{'s' if self.ranks != 1 else ''})")
-        return measured(self.free_before_load_gib, self.free_after_load_gib, self.cuda_graph_gib,
-                        detail, source="log")
+        detail = (
+            f"from an SGLang log: {self.free_before_load_gib:.2f} GiB free before loading, "
+            f"{self.free_after_load_gib:.2f} GiB after (minimum over {self.ranks} "
+            f"rank{'s' if self.ranks != 1 else ''})"
+        )
+        return measured(
+            self.free_before_load_gib,
+            self.free_after_load_gib,
+            self.cuda_graph_gib,
+            detail,
+            source="log",
+        )
 
 
 def parse_start_log(text: str) -> StartLog:
@@ -204,8 +238,11 @@ def parse_start_log(text: str) -> StartLog:
             else:
                 per_rank[key][rank] = value  # the last start in the log wins
     if not per_rank["before"] or not per_rank["after"]:
-        missing = [name for name, key in (("Load weight begin", "before"),
-                                          ("Load weight end", "after")) if not per_rank[key]]
+        missing = [
+            name
+            for name, key in (("Load weight begin", "before"), ("Load weight end", "after"))
+            if not per_rank[key]
+        ]
         raise MemoryInputError(
             f"the log has no `{'` or `'.join(missing)}` line with `avail mem=`; give the log of "
             "the server's start (sglang.launch_server's output from the beginning), or pass "

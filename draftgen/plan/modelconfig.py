@@ -80,11 +80,15 @@ class ModelConfig:
 
     def describe(self) -> str:
         if self.attention == "mla":
-            return (f"{self.architecture}: MLA, {self.num_layers} layers, kv_lora_rank "
-                    f"{self.kv_lora_rank} + qk_rope_head_dim {self.qk_rope_head_dim}")
+            return (
+                f"{self.architecture}: MLA, {self.num_layers} layers, kv_lora_rank "
+                f"{self.kv_lora_rank} + qk_rope_head_dim {self.qk_rope_head_dim}"
+            )
         kind = "GQA" if self.num_kv_heads != self.num_heads else "MHA"
-        return (f"{self.architecture}: {kind}, {self.num_layers} layers, {self.num_kv_heads} KV "
-                f"heads × head_dim {self.head_dim}")
+        return (
+            f"{self.architecture}: {kind}, {self.num_layers} layers, {self.num_kv_heads} KV "
+            f"heads × head_dim {self.head_dim}"
+        )
 
 
 def _text_config(data: dict[str, Any]) -> dict[str, Any]:
@@ -112,23 +116,34 @@ def parse_model_config(data: Any, source: str = CONFIG_NAME) -> ModelConfig:
     if not isinstance(data, dict):
         raise ModelConfigError(f"{source}: expected a JSON object, got {type(data).__name__}")
     cfg = _text_config(data)
-    architectures = data.get("architectures") or cfg.get("architectures") or [
-        cfg.get("model_type", "unknown")]
+    architectures = (
+        data.get("architectures") or cfg.get("architectures") or [cfg.get("model_type", "unknown")]
+    )
     architecture = str(architectures[0])
     num_layers = _int(cfg, "num_hidden_layers", source)
     dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or data.get("torch_dtype") or "bfloat16")
     if cfg.get("kv_lora_rank"):
         return ModelConfig(
-            source=source, architecture=architecture, attention="mla", num_layers=num_layers,
-            dtype=dtype, kv_lora_rank=_int(cfg, "kv_lora_rank", source),
+            source=source,
+            architecture=architecture,
+            attention="mla",
+            num_layers=num_layers,
+            dtype=dtype,
+            kv_lora_rank=_int(cfg, "kv_lora_rank", source),
             qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", source),
         )
     heads = _int(cfg, "num_attention_heads", source)
     kv_heads = cfg.get("num_key_value_heads") or heads
     head_dim = cfg.get("head_dim") or _int(cfg, "hidden_size", source) // heads
     return ModelConfig(
-        source=source, architecture=architecture, attention="mha", num_layers=num_layers,
-        dtype=dtype, num_heads=heads, num_kv_heads=int(kv_heads), head_dim=int(head_dim),
+        source=source,
+        architecture=architecture,
+        attention="mha",
+        num_layers=num_layers,
+        dtype=dtype,
+        num_heads=heads,
+        num_kv_heads=int(kv_heads),
+        head_dim=int(head_dim),
         v_head_dim=int(cfg.get("v_head_dim") or head_dim),
     )
 
@@ -139,8 +154,9 @@ def weights_bytes(directory: Path) -> int | None:
     index = directory / INDEX_NAME
     if index.is_file():
         try:
-            total = json.loads(index.read_text(encoding="utf-8")).get("metadata", {}).get(
-                "total_size")
+            total = (
+                json.loads(index.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")
+            )
         except (OSError, ValueError):
             total = None
         if isinstance(total, int) and total > 0:

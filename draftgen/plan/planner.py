@@ -14,7 +14,9 @@ from draftgen.contract.sglang_flags import SGLangFlag, value_in
 from draftgen.spec import GenerationJob, PlanStatus
 from draftgen.spec.hostmem import HostMemoryCheck, check_host_memory
 
-from . import concurrency, eta as eta_mod, headroom as headroom_mod, kvcache
+from . import concurrency, kvcache
+from . import eta as eta_mod
+from . import headroom as headroom_mod
 from .concurrency import DatasetLengths, ThroughputVerdict
 from .eta import DatasetWork, Eta
 from .headroom import Headroom
@@ -108,10 +110,13 @@ def _model(job: GenerationJob, inputs: PlanInputs, plan: Plan) -> ModelConfig | 
     if inputs.model_config is not None:
         return inputs.model_config
     path = inputs.model_config_path or config_location(
-        job.spec.model.config_path, job.spec.model.weights, inputs.base_dir)
+        job.spec.model.config_path, job.spec.model.weights, inputs.base_dir
+    )
     if path is None:
-        plan.missing.append("the model's config.json: set spec.model.configPath or pass "
-                            "--model-config (hub weights are not read)")
+        plan.missing.append(
+            "the model's config.json: set spec.model.configPath or pass "
+            "--model-config (hub weights are not read)"
+        )
         return None
     try:
         return load_model_config(path)
@@ -120,8 +125,9 @@ def _model(job: GenerationJob, inputs: PlanInputs, plan: Plan) -> ModelConfig | 
         return None
 
 
-def _memory(job: GenerationJob, inputs: PlanInputs, model: ModelConfig | None,
-            plan: Plan) -> MemoryProfile | None:
+def _memory(
+    job: GenerationJob, inputs: PlanInputs, model: ModelConfig | None, plan: Plan
+) -> MemoryProfile | None:
     planning = job.spec.planning
     tp = job.spec.server.tensor_parallel_size
     if inputs.start_log is not None:
@@ -129,29 +135,40 @@ def _memory(job: GenerationJob, inputs: PlanInputs, model: ModelConfig | None,
     if inputs.free_before_load_gib is not None or inputs.free_after_load_gib is not None:
         if inputs.free_before_load_gib is None or inputs.free_after_load_gib is None:
             raise MemoryInputError("give both --free-before-load-gib and --free-after-load-gib")
-        return kvcache.measured(inputs.free_before_load_gib, inputs.free_after_load_gib,
-                                detail="measured at one start (command line)")
+        return kvcache.measured(
+            inputs.free_before_load_gib,
+            inputs.free_after_load_gib,
+            detail="measured at one start (command line)",
+        )
     if planning.measured is not None:
         m = planning.measured
-        return kvcache.measured(m.free_before_load_gib, m.free_after_load_gib, m.cuda_graph_gib,
-                                detail=f"measured at one start: {m.free_before_load_gib:.2f} GiB "
-                                       f"free before loading, {m.free_after_load_gib:.2f} GiB after "
-                                       "(spec.planning.measured)")
+        return kvcache.measured(
+            m.free_before_load_gib,
+            m.free_after_load_gib,
+            m.cuda_graph_gib,
+            detail=f"measured at one start: {m.free_before_load_gib:.2f} GiB "
+            f"free before loading, {m.free_after_load_gib:.2f} GiB after "
+            "(spec.planning.measured)",
+        )
     gpu = inputs.gpu_memory_gib or planning.gpu_memory_gib
     weights = (model.weights_bytes if model else None) or (
-        int(planning.weights_gb * 1e9) if planning.weights_gb else None)
+        int(planning.weights_gb * 1e9) if planning.weights_gb else None
+    )
     if gpu is None or weights is None:
         need = []
         if gpu is None:
             need.append("spec.planning.gpuMemoryGiB or --gpu-memory-gib")
         if weights is None:
             need.append("a readable model.safetensors.index.json or spec.planning.weightsGB")
-        plan.missing.append("free GPU memory: measure one start (spec.planning.measured, "
-                            "--free-before-load-gib/--free-after-load-gib or --from-log) or give "
-                            + " and ".join(need))
+        plan.missing.append(
+            "free GPU memory: measure one start (spec.planning.measured, "
+            "--free-before-load-gib/--free-after-load-gib or --from-log) or give "
+            + " and ".join(need)
+        )
         return None
-    return kvcache.estimated(gpu, weights, tp, planning.cuda_context_gib,
-                             planning.load_overhead_gib)
+    return kvcache.estimated(
+        gpu, weights, tp, planning.cuda_context_gib, planning.load_overhead_gib
+    )
 
 
 def _lengths(job: GenerationJob, inputs: PlanInputs) -> list[DatasetLengths]:
@@ -178,7 +195,9 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
     planning = job.spec.planning
     tp = server.tensor_parallel_size
     plan = Plan(
-        job_name=job.metadata.name, tensor_parallel_size=tp, replicas=server.replicas,
+        job_name=job.metadata.name,
+        tensor_parallel_size=tp,
+        replicas=server.replicas,
         mem_fraction_static=inputs.mem_fraction_static or server.mem_fraction_static,
         kv_cache_dtype=inputs.kv_cache_dtype or server.kv_cache_dtype,
         max_running_requests=server.max_running_requests,
@@ -192,69 +211,103 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
     page_size = _extra_arg(server.extra_args, SGLangFlag.PAGE_SIZE) or 1
     if plan.model and plan.memory:
         cell = plan.model.cell_bytes(plan.kv_cache_dtype, tp)
-        plan.capacity = kvcache.kv_capacity(plan.memory, plan.mem_fraction_static, cell,
-                                            plan.kv_cache_dtype, max_total_tokens, page_size)
+        plan.capacity = kvcache.kv_capacity(
+            plan.memory,
+            plan.mem_fraction_static,
+            cell,
+            plan.kv_cache_dtype,
+            max_total_tokens,
+            page_size,
+        )
         plan.min_mem_fraction_static = plan.memory.min_mem_fraction_static
         if not plan.capacity.fits:
             plan.warnings.append(
                 f"memFractionStatic {plan.mem_fraction_static}: the weights leave no KV pool "
-                f"(SGLang refuses to start); raise it above {plan.min_mem_fraction_static:.3f}")
+                f"(SGLang refuses to start); raise it above {plan.min_mem_fraction_static:.3f}"
+            )
         plan.log_check = _log_check(inputs.start_log, plan.model, tp, page_size)
     log = inputs.start_log
     if log is not None and log.tp_size is not None and log.tp_size != tp:
         plan.warnings.append(
             f"the log is of a start with tp_size {log.tp_size}, the job has tensorParallelSize "
-            f"{tp}: free memory per rank differs with the sharding; measure a start like the job's")
+            f"{tp}: free memory per rank differs with the sharding; measure a start like the job's"
+        )
     plan.capacity_tokens = inputs.observed_kv_capacity_tokens or (
-        plan.capacity.tokens if plan.capacity else None)
+        plan.capacity.tokens if plan.capacity else None
+    )
 
     # 2. Concurrency and the throughput ceiling
     plan.lengths = _lengths(job, inputs)
     for ds, lengths in zip(job.spec.datasets, plan.lengths):
         done = inputs.done_completion_tokens.get(ds.name, 0)
-        plan.work.append(eta_mod.dataset_work(
-            ds.name, ds.budget.completion_tokens, ds.budget.total_tokens, ds.budget.max_samples,
-            lengths, done))
+        plan.work.append(
+            eta_mod.dataset_work(
+                ds.name,
+                ds.budget.completion_tokens,
+                ds.budget.total_tokens,
+                ds.budget.max_samples,
+                lengths,
+                done,
+            )
+        )
     samples = {w.name: w.samples for w in plan.work if w.samples}
     plan.mean_sequence_tokens = concurrency.mean_sequence_tokens(plan.lengths, samples)
     if plan.mean_sequence_tokens is None:
-        plan.missing.append("mean prompt and completion lengths: spec.datasets[].expected, "
-                            "spec.planning.meanPromptTokens/meanCompletionTokens, or "
-                            "--mean-prompt-tokens/--mean-completion-tokens")
+        plan.missing.append(
+            "mean prompt and completion lengths: spec.datasets[].expected, "
+            "spec.planning.meanPromptTokens/meanCompletionTokens, or "
+            "--mean-prompt-tokens/--mean-completion-tokens"
+        )
     elif plan.capacity_tokens:
         plan.decodes = concurrency.concurrent_decodes(
-            plan.capacity_tokens, plan.mean_sequence_tokens, server.max_running_requests)
-    plan.decode_tokens_per_second = (inputs.decode_tokens_per_second
-                                     or planning.decode_tokens_per_second)
+            plan.capacity_tokens, plan.mean_sequence_tokens, server.max_running_requests
+        )
+    plan.decode_tokens_per_second = (
+        inputs.decode_tokens_per_second or planning.decode_tokens_per_second
+    )
     if plan.decodes is not None and plan.decode_tokens_per_second:
         plan.ceiling_tokens_per_second = concurrency.throughput_ceiling(
-            plan.decodes, plan.decode_tokens_per_second) * max(server.replicas, 1)
+            plan.decodes, plan.decode_tokens_per_second
+        ) * max(server.replicas, 1)
         if inputs.measured_throughput:
             plan.verdict = concurrency.explain_throughput(
-                inputs.measured_throughput, plan.ceiling_tokens_per_second,
-                plan.decodes * max(server.replicas, 1), plan.decode_tokens_per_second)
+                inputs.measured_throughput,
+                plan.ceiling_tokens_per_second,
+                plan.decodes * max(server.replicas, 1),
+                plan.decode_tokens_per_second,
+            )
     elif plan.decodes is not None:
-        plan.missing.append("per-request decode speed for the throughput ceiling: "
-                            "spec.planning.decodeTokensPerSecond or --decode-tokens-per-second")
+        plan.missing.append(
+            "per-request decode speed for the throughput ceiling: "
+            "spec.planning.decodeTokensPerSecond or --decode-tokens-per-second"
+        )
 
     # 3. Host memory
     hc = server.hierarchical_cache
     if hc.enabled and hc.size_gb_per_rank and server.host_memory_gb:
         plan.host_memory = check_host_memory(
-            hc.size_gb_per_rank, tp, server.host_memory_gb, server.model_load_host_memory_gb,
-            server.host_memory_margin_gb)
+            hc.size_gb_per_rank,
+            tp,
+            server.host_memory_gb,
+            server.model_load_host_memory_gb,
+            server.host_memory_margin_gb,
+        )
 
     # 4. Headroom, and what other fractions and dtypes would give
     if plan.memory and plan.capacity and plan.model:
-        plan.headroom = headroom_mod.headroom(plan.memory, plan.capacity, planning.cuda_graph_gib,
-                                              planning.min_headroom_gib)
+        plan.headroom = headroom_mod.headroom(
+            plan.memory, plan.capacity, planning.cuda_graph_gib, planning.min_headroom_gib
+        )
         if plan.headroom.warning:
             plan.warnings.append(plan.headroom.warning)
         plan.what_if = _what_if(plan, job, max_total_tokens, page_size)
 
     # 5. ETA
-    rate, basis = (inputs.measured_throughput, "measured") if inputs.measured_throughput else (
-        plan.ceiling_tokens_per_second, "ceiling")
+    rate, basis = (
+        (inputs.measured_throughput, "measured")
+        if inputs.measured_throughput
+        else (plan.ceiling_tokens_per_second, "ceiling")
+    )
     if rate:
         plan.eta = eta_mod.eta(plan.work, rate, basis)
     for w in plan.work:
@@ -263,27 +316,33 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
     return plan
 
 
-def _what_if(plan: Plan, job: GenerationJob, max_total_tokens: int | None,
-             page_size: int) -> list[WhatIf]:
+def _what_if(
+    plan: Plan, job: GenerationJob, max_total_tokens: int | None, page_size: int
+) -> list[WhatIf]:
     assert plan.memory and plan.model
     tp = plan.tensor_parallel_size
-    lossy = (LOSSY_ALTERNATIVE if plan.kv_cache_dtype not in ("fp8_e4m3", "fp8_e5m2")
-             else "bf16")
+    lossy = LOSSY_ALTERNATIVE if plan.kv_cache_dtype not in ("fp8_e4m3", "fp8_e5m2") else "bf16"
     cell = plan.model.cell_bytes(plan.kv_cache_dtype, tp)
     other_cell = plan.model.cell_bytes(lossy, tp)
     rows = []
     for mf in sorted(set(WHAT_IF_FRACTIONS) | {plan.mem_fraction_static}):
-        cap = kvcache.kv_capacity(plan.memory, mf, cell, plan.kv_cache_dtype, max_total_tokens,
-                                  page_size)
-        other = kvcache.kv_capacity(plan.memory, mf, other_cell, lossy, max_total_tokens,
-                                    page_size)
-        room = headroom_mod.headroom(plan.memory, cap, job.spec.planning.cuda_graph_gib,
-                                     job.spec.planning.min_headroom_gib)
-        decodes = (concurrency.concurrent_decodes(cap.tokens, plan.mean_sequence_tokens,
-                                                  plan.max_running_requests)
-                   if plan.mean_sequence_tokens else None)
-        rows.append(WhatIf(mf, cap.tokens, lossy, other.tokens, decodes, room.after_graphs_gib,
-                           room.thin))
+        cap = kvcache.kv_capacity(
+            plan.memory, mf, cell, plan.kv_cache_dtype, max_total_tokens, page_size
+        )
+        other = kvcache.kv_capacity(plan.memory, mf, other_cell, lossy, max_total_tokens, page_size)
+        room = headroom_mod.headroom(
+            plan.memory, cap, job.spec.planning.cuda_graph_gib, job.spec.planning.min_headroom_gib
+        )
+        decodes = (
+            concurrency.concurrent_decodes(
+                cap.tokens, plan.mean_sequence_tokens, plan.max_running_requests
+            )
+            if plan.mean_sequence_tokens
+            else None
+        )
+        rows.append(
+            WhatIf(mf, cap.tokens, lossy, other.tokens, decodes, room.after_graphs_gib, room.thin)
+        )
     return rows
 
 
@@ -292,17 +351,32 @@ def _log_check(log: StartLog | None, model: ModelConfig, tp: int, page_size: int
     if log is None or log.max_total_num_tokens is None or log.mem_fraction_static is None:
         return None
     dtype = log.kv_cache_dtype or "auto"
-    cap = kvcache.kv_capacity(log.profile(), log.mem_fraction_static,
-                              model.cell_bytes(dtype, log.tp_size or tp), dtype,
-                              log.max_total_tokens, page_size)
+    cap = kvcache.kv_capacity(
+        log.profile(),
+        log.mem_fraction_static,
+        model.cell_bytes(dtype, log.tp_size or tp),
+        dtype,
+        log.max_total_tokens,
+        page_size,
+    )
     err = kvcache.relative_error(cap.tokens, log.max_total_num_tokens)
-    capped = (f" (capped by --max-total-tokens {log.max_total_tokens:,}; uncapped "
-              f"{cap.uncapped_tokens:,})" if cap.capped_by_max_total_tokens else "")
-    return (f"the logged start had max_total_num_tokens {log.max_total_num_tokens:,} at "
-            f"{log.mem_fraction_static}; the rule gives {cap.tokens:,}{capped} ({err:.2%} off)"
-            + ("" if err < 0.005 else " — on a GPU this means the rule does not fit that start: "
-               "check its KV dtype and page size; on a CPU, free host memory drifts while the "
-               "server starts"))
+    capped = (
+        f" (capped by --max-total-tokens {log.max_total_tokens:,}; uncapped "
+        f"{cap.uncapped_tokens:,})"
+        if cap.capped_by_max_total_tokens
+        else ""
+    )
+    return (
+        f"the logged start had max_total_num_tokens {log.max_total_num_tokens:,} at "
+        f"{log.mem_fraction_static}; the rule gives {cap.tokens:,}{capped} ({err:.2%} off)"
+        + (
+            ""
+            if err < 0.005
+            else " — on a GPU this means the rule does not fit that start: "
+            "check its KV dtype and page size; on a CPU, free host memory drifts while the "
+            "server starts"
+        )
+    )
 
 
 def plan_status(job: GenerationJob, inputs: PlanInputs | None = None, **fields) -> PlanStatus:

@@ -22,13 +22,17 @@ def _cell_formula(plan: Plan) -> str:
     assert model and cap
     element = model.kv_element_bytes(plan.kv_cache_dtype)
     if model.attention == "mla":
-        return (f"({model.kv_lora_rank} + {model.qk_rope_head_dim}) × {model.num_layers} layers × "
-                f"{element} bytes = {cap.cell_bytes:,} bytes per token, on every rank (the MLA "
-                "latent is replicated, so one rank's pool is the server's capacity)")
+        return (
+            f"({model.kv_lora_rank} + {model.qk_rope_head_dim}) × {model.num_layers} layers × "
+            f"{element} bytes = {cap.cell_bytes:,} bytes per token, on every rank (the MLA "
+            "latent is replicated, so one rank's pool is the server's capacity)"
+        )
     heads = model.kv_heads_per_rank(plan.tensor_parallel_size)
-    return (f"{heads} KV heads per rank × ({model.head_dim} + {model.v_head_dim or model.head_dim})"
-            f" × {model.num_layers} layers × {element} bytes = {cap.cell_bytes:,} bytes per token "
-            "per rank")
+    return (
+        f"{heads} KV heads per rank × ({model.head_dim} + {model.v_head_dim or model.head_dim})"
+        f" × {model.num_layers} layers × {element} bytes = {cap.cell_bytes:,} bytes per token "
+        "per rank"
+    )
 
 
 def _capacity(plan: Plan) -> list[str]:
@@ -36,23 +40,34 @@ def _capacity(plan: Plan) -> list[str]:
     if plan.model:
         out.append(f"  model:  {plan.model.describe()}  [{plan.model.source}]")
     if plan.memory:
-        out.append(f"  memory: {plan.memory.detail}; loading takes {plan.memory.weights_gib:.2f} "
-                   "GiB per rank")
+        out.append(
+            f"  memory: {plan.memory.detail}; loading takes {plan.memory.weights_gib:.2f} "
+            "GiB per rank"
+        )
     cap = plan.capacity
     if cap and plan.memory:
         out.append(f"  cell:   {_cell_formula(plan)}")
         m = plan.memory
-        out.append(f"  pool:   {m.free_after_load_gib:.2f} − {m.free_before_load_gib:.2f} × "
-                   f"(1 − {cap.mem_fraction_static}) = {cap.rest_gib:.2f} GiB → "
-                   f"{cap.uncapped_tokens:,} tokens"
-                   + (f", capped by --max-total-tokens to {cap.tokens:,}"
-                      if cap.capped_by_max_total_tokens else ""))
-        out.append(f"  below memFractionStatic {plan.min_mem_fraction_static:.3f} the weights leave "
-                   "no KV pool and SGLang refuses to start")
+        out.append(
+            f"  pool:   {m.free_after_load_gib:.2f} − {m.free_before_load_gib:.2f} × "
+            f"(1 − {cap.mem_fraction_static}) = {cap.rest_gib:.2f} GiB → "
+            f"{cap.uncapped_tokens:,} tokens"
+            + (
+                f", capped by --max-total-tokens to {cap.tokens:,}"
+                if cap.capped_by_max_total_tokens
+                else ""
+            )
+        )
+        out.append(
+            f"  below memFractionStatic {plan.min_mem_fraction_static:.3f} the weights leave "
+            "no KV pool and SGLang refuses to start"
+        )
     elif not plan.capacity_tokens:
         out.append("  not computed (see Missing below)")
     if plan.capacity_tokens and cap and plan.capacity_tokens != cap.tokens:
-        out.append(f"  the running server reports {plan.capacity_tokens:,} tokens; the plan uses that")
+        out.append(
+            f"  the running server reports {plan.capacity_tokens:,} tokens; the plan uses that"
+        )
     elif plan.capacity_tokens and not cap:
         out.append(f"  the running server reports {plan.capacity_tokens:,} tokens")
     if plan.log_check:
@@ -60,38 +75,55 @@ def _capacity(plan: Plan) -> list[str]:
     if plan.what_if:
         lossy = "fp8_e4m3" if plan.kv_cache_dtype not in ("fp8_e4m3", "fp8_e5m2") else "bf16"
         out.append("")
-        out.append(f"  {'memFractionStatic':>17}  {plan.kv_cache_dtype + ' tokens':>13}  "
-                   f"{lossy + ' tokens':>16}  {'decodes':>7}  {'free after graphs':>17}")
+        out.append(
+            f"  {'memFractionStatic':>17}  {plan.kv_cache_dtype + ' tokens':>13}  "
+            f"{lossy + ' tokens':>16}  {'decodes':>7}  {'free after graphs':>17}"
+        )
         for row in plan.what_if:
             mark = " ←" if row.mem_fraction_static == plan.mem_fraction_static else ""
             thin = "  THIN" if row.thin else ""
-            out.append(f"  {row.mem_fraction_static:>17.2f}  {row.tokens:>13,}  "
-                       f"{row.other_dtype_tokens:>16,}  {_n(row.decodes):>7}  "
-                       f"{max(row.headroom_gib, 0):>13.2f} GiB{thin}{mark}")
+            out.append(
+                f"  {row.mem_fraction_static:>17.2f}  {row.tokens:>13,}  "
+                f"{row.other_dtype_tokens:>16,}  {_n(row.decodes):>7}  "
+                f"{max(row.headroom_gib, 0):>13.2f} GiB{thin}{mark}"
+            )
         if lossy.startswith("fp8"):
-            out.append(f"  ({lossy} is lossy: it visibly degraded an INT4 MLA model; it needs "
-                       "server.allowLossyKVCache)")
+            out.append(
+                f"  ({lossy} is lossy: it visibly degraded an INT4 MLA model; it needs "
+                "server.allowLossyKVCache)"
+            )
     return out
 
 
 def _concurrency(plan: Plan) -> list[str]:
     out = ["Concurrency and throughput"]
     for d in plan.lengths:
-        out.append(f"  {d.name:<20} prompt {_n(d.prompt_tokens):>7}  completion "
-                   f"{_n(d.completion_tokens):>7}  ({d.source})")
+        out.append(
+            f"  {d.name:<20} prompt {_n(d.prompt_tokens):>7}  completion "
+            f"{_n(d.completion_tokens):>7}  ({d.source})"
+        )
     if plan.mean_sequence_tokens is not None:
-        out.append(f"  mean sequence {plan.mean_sequence_tokens:,.0f} tokens (prompt + completion, "
-                   "weighted by expected samples): the KV each request holds by its end")
+        out.append(
+            f"  mean sequence {plan.mean_sequence_tokens:,.0f} tokens (prompt + completion, "
+            "weighted by expected samples): the KV each request holds by its end"
+        )
     if plan.decodes is not None and plan.capacity_tokens:
-        cap = (f", capped by maxRunningRequests {plan.max_running_requests}"
-               if plan.max_running_requests and plan.decodes == plan.max_running_requests else "")
-        out.append(f"  decodes that fit: {plan.capacity_tokens:,} / "
-                   f"{plan.mean_sequence_tokens:,.0f} = {plan.decodes}{cap} per replica")
+        cap = (
+            f", capped by maxRunningRequests {plan.max_running_requests}"
+            if plan.max_running_requests and plan.decodes == plan.max_running_requests
+            else ""
+        )
+        out.append(
+            f"  decodes that fit: {plan.capacity_tokens:,} / "
+            f"{plan.mean_sequence_tokens:,.0f} = {plan.decodes}{cap} per replica"
+        )
     if plan.ceiling_tokens_per_second is not None:
         replicas = f" × {plan.replicas} replicas" if plan.replicas > 1 else ""
-        out.append(f"  throughput ceiling: {plan.decodes} × {plan.decode_tokens_per_second:g} tok/s"
-                   f"{replicas} = {plan.ceiling_tokens_per_second:,.0f} completion tok/s; more "
-                   "client concurrency only queues")
+        out.append(
+            f"  throughput ceiling: {plan.decodes} × {plan.decode_tokens_per_second:g} tok/s"
+            f"{replicas} = {plan.ceiling_tokens_per_second:,.0f} completion tok/s; more "
+            "client concurrency only queues"
+        )
     if plan.verdict:
         out.append(f"  observed: {plan.verdict.message}")
     return out
@@ -105,8 +137,10 @@ def _host(plan: Plan) -> list[str]:
         return out
     verdict = "fits" if hm.ok else "DOES NOT FIT"
     out.append(f"  {hm.arithmetic}: {verdict}")
-    out.append(f"  largest safe size: {hm.max_safe_gb_per_rank} GB per rank "
-               "(--hicache-size is per tensor-parallel rank)")
+    out.append(
+        f"  largest safe size: {hm.max_safe_gb_per_rank} GB per rank "
+        "(--hicache-size is per tensor-parallel rank)"
+    )
     out.append("  it helps prefix reuse only; it adds no decode slots")
     return out
 
@@ -118,9 +152,11 @@ def _headroom(plan: Plan) -> list[str]:
         out.append("  not computed (needs the KV capacity)")
         return out
     status = "THIN" if h.thin else "ok"
-    out.append(f"  {h.after_pool_gib:.2f} GiB after the pool − {h.cuda_graph_gib:.2f} GiB CUDA graphs "
-               f"({h.cuda_graph_source}) = {h.after_graphs_gib:.2f} GiB for prefill activations "
-               f"(warn below {h.min_headroom_gib:.2f}): {status}")
+    out.append(
+        f"  {h.after_pool_gib:.2f} GiB after the pool − {h.cuda_graph_gib:.2f} GiB CUDA graphs "
+        f"({h.cuda_graph_source}) = {h.after_graphs_gib:.2f} GiB for prefill activations "
+        f"(warn below {h.min_headroom_gib:.2f}): {status}"
+    )
     return out
 
 
@@ -134,8 +170,10 @@ def _eta(plan: Plan) -> list[str]:
     for w in plan.work:
         secs = e.per_dataset_seconds.get(w.name) if e else None
         done = f", {w.done_tokens:,} done" if w.done_tokens else ""
-        out.append(f"  {w.name:<20} {_n(w.remaining_tokens):>14} tokens {format_duration(secs) or '?':>8}"
-                   f"   ({w.basis}{done})")
+        out.append(
+            f"  {w.name:<20} {_n(w.remaining_tokens):>14} tokens {format_duration(secs) or '?':>8}"
+            f"   ({w.basis}{done})"
+        )
     if e:
         total = format_duration(e.total_seconds) or "unknown (some datasets have no token figure)"
         out.append(f"  {'total':<20} {_n(e.total_tokens):>14} tokens {total:>8}")
@@ -143,25 +181,45 @@ def _eta(plan: Plan) -> list[str]:
 
 
 def render_text(plan: Plan) -> str:
-    header = (f"Capacity plan for {plan.job_name}: tensor parallel {plan.tensor_parallel_size}"
-              f" × {plan.replicas} replica{'s' if plan.replicas != 1 else ''}, memFractionStatic "
-              f"{plan.mem_fraction_static}, kvCacheDtype {plan.kv_cache_dtype}")
-    sections = [[header], _capacity(plan), _concurrency(plan), _host(plan), _headroom(plan),
-                _eta(plan)]
+    header = (
+        f"Capacity plan for {plan.job_name}: tensor parallel {plan.tensor_parallel_size}"
+        f" × {plan.replicas} replica{'s' if plan.replicas != 1 else ''}, memFractionStatic "
+        f"{plan.mem_fraction_static}, kvCacheDtype {plan.kv_cache_dtype}"
+    )
+    sections = [
+        [header],
+        _capacity(plan),
+        _concurrency(plan),
+        _host(plan),
+        _headroom(plan),
+        _eta(plan),
+    ]
     if plan.warnings:
         sections.append(["Warnings"] + [f"  - {w}" for w in plan.warnings])
     if plan.missing:
-        sections.append(["Missing (the plan is incomplete without these)"]
-                        + [f"  - {m}" for m in plan.missing])
+        sections.append(
+            ["Missing (the plan is incomplete without these)"] + [f"  - {m}" for m in plan.missing]
+        )
     return "\n\n".join("\n".join(s) for s in sections) + "\n"
 
 
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        for name in ("weights_gib", "min_mem_fraction_static", "pool_gib", "after_graphs_gib",
-                     "thin", "warning", "total_gb", "budget_gb", "max_safe_gb_per_rank", "ok",
-                     "sequence_tokens", "remaining_tokens"):
+        for name in (
+            "weights_gib",
+            "min_mem_fraction_static",
+            "pool_gib",
+            "after_graphs_gib",
+            "thin",
+            "warning",
+            "total_gb",
+            "budget_gb",
+            "max_safe_gb_per_rank",
+            "ok",
+            "sequence_tokens",
+            "remaining_tokens",
+        ):
             if hasattr(type(value), name) and isinstance(getattr(type(value), name), property):
                 out[name] = _plain(getattr(value, name))
         return out

@@ -2,23 +2,73 @@
 
 from .base import SpecModel
 from .datasets import Budget, DatasetFormat, DatasetSpec, Selection
-from .job import (API_VERSION, GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION,
-                  GenerationJob, GenerationJobSpec, ObjectMeta)
+from .job import (
+    API_VERSION,
+    GROUP,
+    KIND,
+    PLURAL,
+    SHORT_NAMES,
+    SINGULAR,
+    VERSION,
+    GenerationJob,
+    GenerationJobSpec,
+    ObjectMeta,
+)
 from .load import SpecError, format_errors, load_job, parse_job, parse_spec
 from .model import ModelSpec, SecretKeyRef, VolumeSource
 from .planning import ExpectedLengths, MeasuredStart, PlanningSpec
 from .runtime import Concurrency, GeneratorSpec, InputsSpec, OutputSpec
 from .sampling import DEFAULT_MAX_NEW_TOKENS, SamplingOverrides, SamplingSpec
 from .server import HierarchicalCache, ServerSpec
-from .status import (PHASES, Condition, DatasetProgress, GenerationJobStatus, PlanStatus,
-                     ServerStatus)
+from .status import (
+    PHASES,
+    Condition,
+    DatasetProgress,
+    GenerationJobStatus,
+    PlanStatus,
+    ServerStatus,
+)
 
 __all__ = [
-    "API_VERSION", "GROUP", "KIND", "PLURAL", "SHORT_NAMES", "SINGULAR", "VERSION", "PHASES",
-    "Budget", "Concurrency", "Condition", "DEFAULT_MAX_NEW_TOKENS", "DatasetFormat",
-    "DatasetProgress", "DatasetSpec", "ExpectedLengths", "GenerationJob", "GenerationJobSpec",
-    "GenerationJobStatus", "GeneratorSpec", "HierarchicalCache", "InputsSpec", "MeasuredStart",
-    "ModelSpec", "ObjectMeta", "OutputSpec", "PlanningSpec", "PlanStatus", "SamplingOverrides", "SamplingSpec", "SecretKeyRef", "Selection", "ServerSpec",
-    "ServerStatus", "SpecError", "SpecModel", "VolumeSource", "format_errors", "load_job",
-    "parse_job", "parse_spec",
+    "API_VERSION",
+    "DEFAULT_MAX_NEW_TOKENS",
+    "GROUP",
+    "KIND",
+    "PHASES",
+    "PLURAL",
+    "SHORT_NAMES",
+    "SINGULAR",
+    "VERSION",
+    "Budget",
+    "Concurrency",
+    "Condition",
+    "DatasetFormat",
+    "DatasetProgress",
+    "DatasetSpec",
+    "ExpectedLengths",
+    "GenerationJob",
+    "GenerationJobSpec",
+    "GenerationJobStatus",
+    "GeneratorSpec",
+    "HierarchicalCache",
+    "InputsSpec",
+    "MeasuredStart",
+    "ModelSpec",
+    "ObjectMeta",
+    "OutputSpec",
+    "PlanStatus",
+    "PlanningSpec",
+    "SamplingOverrides",
+    "SamplingSpec",
+    "SecretKeyRef",
+    "Selection",
+    "ServerSpec",
+    "ServerStatus",
+    "SpecError",
+    "SpecModel",
+    "VolumeSource",
+    "format_errors",
+    "load_job",
+    "parse_job",
+    "parse_spec",
 ]

@@ -31,7 +31,11 @@ class Budget(SpecModel):
 
     @property
     def unlimited(self) -> bool:
-        return self.completion_tokens is None and self.total_tokens is None and self.max_samples is None
+        return (
+            self.completion_tokens is None
+            and self.total_tokens is None
+            and self.max_samples is None
+        )
 
 
 class Selection(SpecModel):
@@ -85,7 +89,9 @@ class DatasetSpec(SpecModel):
                 "inputs volume"
             )
         if ".." in path.replace("\\", "/").split("/"):
-            raise ValueError(f"{value!r}: `..` may not appear in a source path; name the file directly")
+            raise ValueError(
+                f"{value!r}: `..` may not appear in a source path; name the file directly"
+            )
         return value
 
     @model_validator(mode="after")

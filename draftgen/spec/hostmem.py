@@ -64,12 +64,23 @@ class HostMemoryCheck:
         )
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "total_gb": self.total_gb, "budget_gb": self.budget_gb,
-                "max_safe_gb_per_rank": self.max_safe_gb_per_rank, "ok": self.ok}
+        return {
+            **asdict(self),
+            "total_gb": self.total_gb,
+            "budget_gb": self.budget_gb,
+            "max_safe_gb_per_rank": self.max_safe_gb_per_rank,
+            "ok": self.ok,
+        }
 
 
-def check_host_memory(size_gb_per_rank: int, tensor_parallel_size: int, host_memory_gb: int,
-                      model_load_gb: int, margin_gb: int) -> HostMemoryCheck:
+def check_host_memory(
+    size_gb_per_rank: int,
+    tensor_parallel_size: int,
+    host_memory_gb: int,
+    model_load_gb: int,
+    margin_gb: int,
+) -> HostMemoryCheck:
     """Check `size_gb_per_rank` of hierarchical cache on a node of `host_memory_gb`."""
-    return HostMemoryCheck(size_gb_per_rank, tensor_parallel_size, host_memory_gb, model_load_gb,
-                           margin_gb)
+    return HostMemoryCheck(
+        size_gb_per_rank, tensor_parallel_size, host_memory_gb, model_load_gb, margin_gb
+    )

@@ -88,8 +88,15 @@ def parse_job(data: Any, source: str = "GenerationJob") -> GenerationJob:
 
 def parse_spec(spec: Any, name: str = "job", source: str = "GenerationJob"):
     """Validate only a `spec` (as the operator receives it)."""
-    return parse_job({"apiVersion": "draftgen.io/v1alpha1", "kind": "GenerationJob",
-                      "metadata": {"name": name}, "spec": spec}, source).spec
+    return parse_job(
+        {
+            "apiVersion": "draftgen.io/v1alpha1",
+            "kind": "GenerationJob",
+            "metadata": {"name": name},
+            "spec": spec,
+        },
+        source,
+    ).spec
 
 
 def load_job(path: str | Path) -> GenerationJob:

@@ -138,9 +138,13 @@ class ServerSpec(SpecModel):
                     f"{hc.size_gb_per_rank} GB per rank × {self.tensor_parallel_size} ranks "
                     "against the node; set server.hostMemoryGB to the node's memory"
                 )
-            check = check_host_memory(hc.size_gb_per_rank, self.tensor_parallel_size,
-                                      self.host_memory_gb, self.model_load_host_memory_gb,
-                                      self.host_memory_margin_gb)
+            check = check_host_memory(
+                hc.size_gb_per_rank,
+                self.tensor_parallel_size,
+                self.host_memory_gb,
+                self.model_load_host_memory_gb,
+                self.host_memory_margin_gb,
+            )
             if check.problem:
                 raise ValueError(check.problem)
         elif hc.size_gb_per_rank is not None:

@@ -31,8 +31,8 @@ import time
 import urllib.error
 import urllib.request
 from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 from draftgen.contract.sglang_flags import SGLangFlag as F
 
@@ -41,8 +41,8 @@ __all__ = [
     "SGLangServerError",
     "cache_dir",
     "free_port",
-    "sglang_python",
     "repo_root",
+    "sglang_python",
 ]
 
 DEFAULT_MAX_TOTAL_TOKENS = 4096
@@ -194,7 +194,7 @@ class SGLangServer:
         env.update(self.env)
         return env
 
-    def start(self, wait: bool = True) -> "SGLangServer":
+    def start(self, wait: bool = True) -> SGLangServer:
         """Launch the server (on the same port as before, if it ran before) and, with
         ``wait``, block until ``/health_generate`` answers 200."""
         if self.is_running():
@@ -287,7 +287,7 @@ class SGLangServer:
             return
         self._reap_group()
 
-    def restart(self, wait: bool = True) -> "SGLangServer":
+    def restart(self, wait: bool = True) -> SGLangServer:
         """Stop (if running) and start again on the same port."""
         self.stop()
         # the old listening socket can linger for a moment after a SIGKILL
@@ -296,7 +296,7 @@ class SGLangServer:
             time.sleep(0.2)
         return self.start(wait=wait)
 
-    def __enter__(self) -> "SGLangServer":
+    def __enter__(self) -> SGLangServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -372,17 +372,25 @@ def _serve(args: argparse.Namespace, extra: Iterable[str]) -> int:
     signal.signal(signal.SIGTERM, _term)
     # explicit: a shell without job control starts background jobs with SIGINT ignored
     signal.signal(signal.SIGINT, _term)
-    print(f"starting SGLang on {args.host}:{server.port or '(free port)'} "
-          f"(log: {args.log or 'under ' + str(cache_dir() / 'logs')})", flush=True)
+    print(
+        f"starting SGLang on {args.host}:{server.port or '(free port)'} "
+        f"(log: {args.log or 'under ' + str(cache_dir() / 'logs')})",
+        flush=True,
+    )
     try:
         server.start()
-        print(f"SGLang ready at {server.url} after {server.startup_seconds:.1f}s "
-              f"(model {server.model_path}); Ctrl-C to stop", flush=True)
+        print(
+            f"SGLang ready at {server.url} after {server.startup_seconds:.1f}s "
+            f"(model {server.model_path}); Ctrl-C to stop",
+            flush=True,
+        )
         while server.is_running():
             time.sleep(1.0)
         code = server.proc.returncode if server.proc is not None else None
-        print(f"SGLang exited with code {code}; log {server.log_path}:\n"
-              f"{_tail(server.log_path, 20)}", file=sys.stderr)
+        print(
+            f"SGLang exited with code {code}; log {server.log_path}:\n{_tail(server.log_path, 20)}",
+            file=sys.stderr,
+        )
         return 1
     except SGLangServerError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -397,8 +405,10 @@ def _serve(args: argparse.Namespace, extra: Iterable[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m draftgen.testing.sglang")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sp = sub.add_parser("serve", help="run a CPU SGLang server until Ctrl-C "
-                        "(arguments after -- go to sglang.launch_server)")
+    sp = sub.add_parser(
+        "serve",
+        help="run a CPU SGLang server until Ctrl-C (arguments after -- go to sglang.launch_server)",
+    )
     sp.add_argument("--model", required=True, help="model directory")
     sp.add_argument("--port", type=int, default=None, help="default: a free port")
     sp.add_argument("--host", default="127.0.0.1")
@@ -409,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra: list[str] = []
     if "--" in argv:
         i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
+        argv, extra = argv[:i], argv[i + 1 :]
     args = ap.parse_args(argv)
     if args.cmd == "serve":
         return _serve(args, extra)

@@ -3,7 +3,6 @@ writes the resulting status (only when it changed)."""
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
@@ -24,7 +23,7 @@ def status_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def reconcile(body: kopf.Body, logger: logging.Logger) -> None:
+def reconcile(body: kopf.Body, logger: kopf.Logger) -> None:
     """Reconcile the job as it is *now* and write its status, all under the job's lock.
 
     The body kopf hands over may predate a status another handler just wrote (the timer and a
@@ -44,8 +43,9 @@ def reconcile(body: kopf.Body, logger: logging.Logger) -> None:
             outcome = reconciler.reconcile(ref)
             patch = status_patch(ref.old_status, outcome.status)
             if patch:
-                reconciler.kube.patch("GenerationJob", namespace, name, {"status": patch},
-                                      subresource="status")
+                reconciler.kube.patch(
+                    "GenerationJob", namespace, name, {"status": patch}, subresource="status"
+                )
         except KubeError as err:
             metrics.RECONCILE_ERRORS.labels(kind="api").inc()
             # kopf retries the handler (timers: on the next tick) with backoff.
@@ -67,11 +67,16 @@ def reconcile(body: kopf.Body, logger: logging.Logger) -> None:
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
 @kopf.on.resume(GROUP, VERSION, PLURAL)
-def on_change(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
+def on_change(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     reconcile(body, logger)
 
 
-@kopf.timer(GROUP, VERSION, PLURAL, interval=state.SETTINGS.poll_interval_seconds,
-            initial_delay=state.SETTINGS.poll_interval_seconds)
-def on_timer(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
+@kopf.timer(
+    GROUP,
+    VERSION,
+    PLURAL,
+    interval=state.SETTINGS.poll_interval_seconds,
+    initial_delay=state.SETTINGS.poll_interval_seconds,
+)
+def on_timer(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     reconcile(body, logger)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
@@ -15,7 +15,7 @@ from . import state
 
 
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any) -> None:
+def configure(settings: kopf.OperatorSettings, logger: kopf.Logger, **_: Any) -> None:
     ours = state.SETTINGS
     settings.peering.name = ours.peering_name
     settings.peering.standalone = settings.peering.standalone or ours.standalone
@@ -31,10 +31,16 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
     if ours.webhook:
         register_webhook(ours)
         settings.admission.server = kopf.WebhookServer(
-            port=ours.webhook_port, host=ours.webhook_host, certfile=ours.webhook_certfile,
-            pkeyfile=ours.webhook_pkeyfile, insecure=ours.webhook_insecure)
+            port=ours.webhook_port,
+            host=ours.webhook_host,
+            certfile=ours.webhook_certfile,
+            pkeyfile=ours.webhook_pkeyfile,
+            insecure=ours.webhook_insecure,
+        )
         settings.admission.managed = "draftgen.io"
     kube = Kube.from_environment()
-    state.set_reconciler(Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, owner)))
+    state.set_reconciler(
+        Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, cast(kopf.Body, owner)))
+    )
     serve(ours.metrics_port)
     logger.info("draftgen operator configured: poll every %ss", ours.poll_interval_seconds)

@@ -11,8 +11,9 @@ from ..settings import OperatorSettings, effective_spec
 from . import generator, server
 
 
-def render_all(name: str, namespace: str, spec: dict[str, Any],
-               settings: OperatorSettings | None = None) -> list[dict[str, Any]]:
+def render_all(
+    name: str, namespace: str, spec: dict[str, Any], settings: OperatorSettings | None = None
+) -> list[dict[str, Any]]:
     """Every object the operator creates for a job once its server is ready, in creation order."""
     settings = settings or OperatorSettings()
     parsed = parse_spec(effective_spec(spec, settings), name=name)

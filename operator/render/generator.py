@@ -24,8 +24,9 @@ from ..settings import OperatorSettings
 CONFIG_KEY = "job.yaml"
 
 
-def job_document(name: str, namespace: str, spec: dict[str, Any],
-                 labels: dict[str, str] | None = None) -> str:
+def job_document(
+    name: str, namespace: str, spec: dict[str, Any], labels: dict[str, str] | None = None
+) -> str:
     """The GenerationJob YAML the generator reads: the user's spec, no status, no bookkeeping."""
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
@@ -72,8 +73,11 @@ METRICS_LINGER_SECONDS = 60
 
 def generator_args(spec: GenerationJobSpec, endpoints: list[str]) -> list[str]:
     return GeneratorArgs(
-        job=names.JOB_FILE, servers=list(endpoints), output=output_dir(spec),
-        inputs=spec.inputs.mount_path, metrics_port=spec.generator.metrics_port,
+        job=names.JOB_FILE,
+        servers=list(endpoints),
+        output=output_dir(spec),
+        inputs=spec.inputs.mount_path,
+        metrics_port=spec.generator.metrics_port,
         # outlive two scrape intervals (15-30 s) so the final counts reach Prometheus
         metrics_linger_seconds=METRICS_LINGER_SECONDS,
     ).argv()
@@ -81,16 +85,32 @@ def generator_args(spec: GenerationJobSpec, endpoints: list[str]) -> list[str]:
 
 def pod_failure_policy() -> dict[str, Any]:
     """Fail at once on fatal exit codes; evictions and preemptions do not use up retries."""
-    return {"rules": [
-        {"action": "FailJob", "onExitCodes": {"containerName": names.GENERATOR_CONTAINER,
-                                              "operator": "In",
-                                              "values": [int(c) for c in FATAL_EXIT_CODES]}},
-        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-    ]}
+    return {
+        "rules": [
+            {
+                "action": "FailJob",
+                "onExitCodes": {
+                    "containerName": names.GENERATOR_CONTAINER,
+                    "operator": "In",
+                    "values": [int(c) for c in FATAL_EXIT_CODES],
+                },
+            },
+            {
+                "action": "Ignore",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            },
+        ]
+    }
 
 
-def job(spec: GenerationJobSpec, job_name: str, namespace: str, endpoints: list[str],
-        document: str, settings: OperatorSettings) -> dict[str, Any]:
+def job(
+    spec: GenerationJobSpec,
+    job_name: str,
+    namespace: str,
+    endpoints: list[str],
+    document: str,
+    settings: OperatorSettings,
+) -> dict[str, Any]:
     """The generator Job; each retry (up to `backoffLimit`) resumes from the output exactly."""
     g = spec.generator
     image = g.image or settings.generator_image
@@ -100,22 +120,45 @@ def job(spec: GenerationJobSpec, job_name: str, namespace: str, endpoints: list[
         {"name": "tmp", "mountPath": "/tmp"},
     ]
     volumes: list[dict[str, Any]] = [
-        {"name": "job", "configMap": {"name": names.generator_name(job_name),
-                                      "items": [{"key": CONFIG_KEY, "path": CONFIG_KEY}]}},
-        {"name": "output", **({"persistentVolumeClaim": {"claimName": spec.output.claim_name}}
-                              if spec.output.claim_name else {"emptyDir": {}})},
+        {
+            "name": "job",
+            "configMap": {
+                "name": names.generator_name(job_name),
+                "items": [{"key": CONFIG_KEY, "path": CONFIG_KEY}],
+            },
+        },
+        {
+            "name": "output",
+            **(
+                {"persistentVolumeClaim": {"claimName": spec.output.claim_name}}
+                if spec.output.claim_name
+                else {"emptyDir": {}}
+            ),
+        },
         {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
     ]
     if spec.inputs.claim_name:
         mounts.append({"name": "inputs", "mountPath": spec.inputs.mount_path, "readOnly": True})
-        volumes.append({"name": "inputs", "persistentVolumeClaim": {
-            "claimName": spec.inputs.claim_name, "readOnly": True}})
+        volumes.append(
+            {
+                "name": "inputs",
+                "persistentVolumeClaim": {"claimName": spec.inputs.claim_name, "readOnly": True},
+            }
+        )
     if spec.model.volume is not None:
         # The tokenizer is read from the model volume.
-        mounts.append({"name": "model", "mountPath": spec.model.volume.mount_path,
-                       "readOnly": True})
-        volumes.append({"name": "model", "persistentVolumeClaim": {
-            "claimName": spec.model.volume.claim_name, "readOnly": True}})
+        mounts.append(
+            {"name": "model", "mountPath": spec.model.volume.mount_path, "readOnly": True}
+        )
+        volumes.append(
+            {
+                "name": "model",
+                "persistentVolumeClaim": {
+                    "claimName": spec.model.volume.claim_name,
+                    "readOnly": True,
+                },
+            }
+        )
     env: list[dict[str, Any]] = [
         {"name": "HOME", "value": "/tmp"},
         {"name": "HF_HOME", "value": "/tmp/huggingface"},
@@ -124,8 +167,17 @@ def job(spec: GenerationJobSpec, job_name: str, namespace: str, endpoints: list[
     if not is_hub(spec.model.tokenizer_location):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     if spec.model.hf_token_secret is not None:
-        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
-            "name": spec.model.hf_token_secret.name, "key": spec.model.hf_token_secret.key}}})
+        env.append(
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {
+                    "secretKeyRef": {
+                        "name": spec.model.hf_token_secret.name,
+                        "key": spec.model.hf_token_secret.key,
+                    }
+                },
+            }
+        )
     container: dict[str, Any] = {
         "name": names.GENERATOR_CONTAINER,
         "image": image,
@@ -176,7 +228,9 @@ def job(spec: GenerationJobSpec, job_name: str, namespace: str, endpoints: list[
                     "enableServiceLinks": False,
                     "automountServiceAccountToken": False,
                     "securityContext": {
-                        "runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid,
+                        "runAsNonRoot": True,
+                        "runAsUser": uid,
+                        "runAsGroup": uid,
                         # The output claim becomes writable for the generator's group; the
                         # kubelet re-owns it only if its root does not match (not every file on
                         # every retry).

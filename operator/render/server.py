@@ -41,12 +41,18 @@ def server_args(spec: GenerationJobSpec) -> list[str]:
     """`python3 -m sglang.launch_server` arguments for the spec; each flag from one spec field."""
     s = spec.server
     args = [
-        F.MODEL_PATH, loader_name(spec.model.weights),
-        F.HOST, "0.0.0.0",
-        F.PORT, str(s.port),
-        F.TP_SIZE, str(s.tensor_parallel_size),
-        F.MEM_FRACTION_STATIC, str(s.mem_fraction_static),
-        F.KV_CACHE_DTYPE, s.kv_cache_dtype,
+        F.MODEL_PATH,
+        loader_name(spec.model.weights),
+        F.HOST,
+        "0.0.0.0",
+        F.PORT,
+        str(s.port),
+        F.TP_SIZE,
+        str(s.tensor_parallel_size),
+        F.MEM_FRACTION_STATIC,
+        str(s.mem_fraction_static),
+        F.KV_CACHE_DTYPE,
+        s.kv_cache_dtype,
         F.ENABLE_METRICS,
     ]
     if spec.model.tokenizer:
@@ -55,8 +61,11 @@ def server_args(spec: GenerationJobSpec) -> list[str]:
         args.append(F.TRUST_REMOTE_CODE)
     if s.hierarchical_cache.enabled:
         # --hicache-size is GB of host memory *per tensor-parallel rank* (validated in the spec).
-        args += [F.ENABLE_HIERARCHICAL_CACHE,
-                 F.HICACHE_SIZE, str(s.hierarchical_cache.size_gb_per_rank)]
+        args += [
+            F.ENABLE_HIERARCHICAL_CACHE,
+            F.HICACHE_SIZE,
+            str(s.hierarchical_cache.size_gb_per_rank),
+        ]
     if s.max_running_requests is not None:
         args += [F.MAX_RUNNING_REQUESTS, str(s.max_running_requests)]
     if s.chunked_prefill_size is not None:
@@ -84,8 +93,12 @@ def _env(spec: GenerationJobSpec) -> list[dict[str, Any]]:
     secret = spec.model.hf_token_secret
     if secret is not None:
         # The token only ever travels as a secretKeyRef: never in args, the spec or the status.
-        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
-            "name": secret.name, "key": secret.key}}})
+        env.append(
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": secret.name, "key": secret.key}},
+            }
+        )
     return env
 
 
@@ -102,12 +115,17 @@ def _resources(spec: GenerationJobSpec) -> dict[str, Any]:
 
 
 def _probe(path: str, *, period: int, timeout: int, failures: int) -> dict[str, Any]:
-    return {"httpGet": {"path": path, "port": "http"}, "periodSeconds": period,
-            "timeoutSeconds": timeout, "failureThreshold": failures}
+    return {
+        "httpGet": {"path": path, "port": "http"},
+        "periodSeconds": period,
+        "timeoutSeconds": timeout,
+        "failureThreshold": failures,
+    }
 
 
-def pod_template(spec: GenerationJobSpec, job: str, replica: int,
-                 settings: OperatorSettings) -> dict[str, Any]:
+def pod_template(
+    spec: GenerationJobSpec, job: str, replica: int, settings: OperatorSettings
+) -> dict[str, Any]:
     """The server pod template of one replica."""
     s = spec.server
     startup_failures = math.ceil(settings.server_startup_seconds / PROBE_PERIOD_SECONDS)
@@ -123,10 +141,18 @@ def pod_template(spec: GenerationJobSpec, job: str, replica: int,
         {"name": "home", "emptyDir": {"sizeLimit": "16Gi"}},
     ]
     if spec.model.volume is not None:
-        mounts.append({"name": "model", "mountPath": spec.model.volume.mount_path,
-                       "readOnly": True})
-        volumes.append({"name": "model", "persistentVolumeClaim": {
-            "claimName": spec.model.volume.claim_name, "readOnly": True}})
+        mounts.append(
+            {"name": "model", "mountPath": spec.model.volume.mount_path, "readOnly": True}
+        )
+        volumes.append(
+            {
+                "name": "model",
+                "persistentVolumeClaim": {
+                    "claimName": spec.model.volume.claim_name,
+                    "readOnly": True,
+                },
+            }
+        )
     container = {
         "name": names.SERVER_CONTAINER,
         "image": s.image,
@@ -138,11 +164,16 @@ def pod_template(spec: GenerationJobSpec, job: str, replica: int,
         "resources": _resources(spec),
         # Loading a 1T-parameter model takes 10–30 minutes: liveness and readiness start only
         # after this probe passes, and it allows `serverStartupSeconds`.
-        "startupProbe": _probe("/health_generate", period=PROBE_PERIOD_SECONDS,
-                               timeout=HEALTH_GENERATE_TIMEOUT_SECONDS, failures=startup_failures),
+        "startupProbe": _probe(
+            "/health_generate",
+            period=PROBE_PERIOD_SECONDS,
+            timeout=HEALTH_GENERATE_TIMEOUT_SECONDS,
+            failures=startup_failures,
+        ),
         # Ready = can actually generate a token (it returns at once while requests are running).
-        "readinessProbe": _probe("/health_generate", period=30,
-                                 timeout=HEALTH_GENERATE_TIMEOUT_SECONDS, failures=3),
+        "readinessProbe": _probe(
+            "/health_generate", period=30, timeout=HEALTH_GENERATE_TIMEOUT_SECONDS, failures=3
+        ),
         # Alive = the HTTP server answers; no generation, so a busy server is never restarted.
         "livenessProbe": _probe("/health", period=30, timeout=10, failures=5),
         # On a crash the last log lines (e.g. "CUDA out of memory") reach the pod status.
@@ -158,8 +189,9 @@ def pod_template(spec: GenerationJobSpec, job: str, replica: int,
     if settings.run_as_user:
         # No fsGroup: the model volume is read-only and emptyDirs are world-writable, so the
         # kubelet never has to walk (chown) hundreds of GB of weights at pod start.
-        pod_security.update(runAsNonRoot=True, runAsUser=settings.run_as_user,
-                            runAsGroup=settings.run_as_user)
+        pod_security.update(
+            runAsNonRoot=True, runAsUser=settings.run_as_user, runAsGroup=settings.run_as_user
+        )
     pod_spec: dict[str, Any] = {
         "hostname": names.server_name(job, replica),
         "subdomain": names.service_name(job),
@@ -192,8 +224,15 @@ def template_hash(template: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def deployment(spec: GenerationJobSpec, job: str, namespace: str, replica: int,
-               settings: OperatorSettings, *, running: bool = True) -> dict[str, Any]:
+def deployment(
+    spec: GenerationJobSpec,
+    job: str,
+    namespace: str,
+    replica: int,
+    settings: OperatorSettings,
+    *,
+    running: bool = True,
+) -> dict[str, Any]:
     """Deployment `<job>-server-<replica>`: one pod, `replicas: 0` when suspended."""
     template = pod_template(spec, job, replica, settings)
     return {
@@ -212,18 +251,27 @@ def deployment(spec: GenerationJobSpec, job: str, namespace: str, replica: int,
             # Loading may take the whole startup allowance; don't mark the rollout stalled sooner.
             "progressDeadlineSeconds": settings.server_startup_seconds + 600,
             "revisionHistoryLimit": 2,
-            "selector": {"matchLabels": names.selector(
-                job, "server", **{names.REPLICA_LABEL: str(replica)})},
+            "selector": {
+                "matchLabels": names.selector(job, "server", **{names.REPLICA_LABEL: str(replica)})
+            },
             "template": template,
         },
     }
 
 
-def deployments(spec: GenerationJobSpec, job: str, namespace: str, settings: OperatorSettings,
-                *, running: bool = True) -> list[dict[str, Any]]:
+def deployments(
+    spec: GenerationJobSpec,
+    job: str,
+    namespace: str,
+    settings: OperatorSettings,
+    *,
+    running: bool = True,
+) -> list[dict[str, Any]]:
     """One Deployment per replica."""
-    return [deployment(spec, job, namespace, i, settings, running=running)
-            for i in range(spec.server.replicas)]
+    return [
+        deployment(spec, job, namespace, i, settings, running=running)
+        for i in range(spec.server.replicas)
+    ]
 
 
 def service(spec: GenerationJobSpec, job: str, namespace: str) -> dict[str, Any]:
@@ -239,8 +287,9 @@ def service(spec: GenerationJobSpec, job: str, namespace: str) -> dict[str, Any]
         "spec": {
             "clusterIP": "None",
             "selector": names.selector(job, "server"),
-            "ports": [{"name": "http", "port": spec.server.port, "targetPort": "http",
-                       "protocol": "TCP"}],
+            "ports": [
+                {"name": "http", "port": spec.server.port, "targetPort": "http", "protocol": "TCP"}
+            ],
             "publishNotReadyAddresses": False,
         },
     }

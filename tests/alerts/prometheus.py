@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import yaml
+
 from draftgen.testing.sglang import free_port
 
 PROMETHEUS = shutil.which("prometheus")
@@ -23,21 +24,31 @@ class PrometheusServer:
     the chart's PodMonitors attach in a cluster (namespace, pod).
     """
 
-    def __init__(self, workdir: Path, targets: dict[str, tuple[str, dict[str, str]]],
-                 rule_files: list[Path] = (),
-                 metric_relabel_configs: dict[str, list[dict]] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        targets: dict[str, tuple[str, dict[str, str]]],
+        rule_files: list[Path] = (),
+        metric_relabel_configs: dict[str, list[dict]] | None = None,
+    ) -> None:
         if PROMETHEUS is None:
             raise RuntimeError("prometheus is not installed: run `make system`")
         self.workdir = workdir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s",
-                       "scrape_timeout": "1s"},
+            "global": {
+                "scrape_interval": "1s",
+                "evaluation_interval": "1s",
+                "scrape_timeout": "1s",
+            },
             "rule_files": [str(p) for p in rule_files],
             "scrape_configs": [
-                {"job_name": job, "static_configs": [{"targets": [target], "labels": labels}],
-                 "metric_relabel_configs": (metric_relabel_configs or {}).get(job, [])}
+                {
+                    "job_name": job,
+                    "static_configs": [{"targets": [target], "labels": labels}],
+                    "metric_relabel_configs": (metric_relabel_configs or {}).get(job, []),
+                }
                 for job, (target, labels) in targets.items()
             ],
         }
@@ -48,10 +59,16 @@ class PrometheusServer:
     def __enter__(self) -> PrometheusServer:
         self._log = open(self.workdir / "prometheus.log", "wb")
         self._proc = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={self.workdir / 'prometheus.yml'}",
-             f"--storage.tsdb.path={self.workdir / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-            stdout=self._log, stderr=subprocess.STDOUT)
+            [
+                PROMETHEUS,
+                f"--config.file={self.workdir / 'prometheus.yml'}",
+                f"--storage.tsdb.path={self.workdir / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:

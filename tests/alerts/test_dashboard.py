@@ -21,19 +21,28 @@ PANELS = DASHBOARD["panels"]
 
 # SGLang metrics draftgen relies on (sglang 0.5.x, `--enable-metrics`; see shared notes).
 SGLANG_METRICS = {
-    "sglang:token_usage", "sglang:num_queue_reqs", "sglang:num_running_reqs",
-    "sglang:gen_throughput", "sglang:generation_tokens_total", "sglang:num_requests_total",
-    "sglang:time_to_first_token_seconds", "sglang:request_time_per_output_token_seconds",
+    "sglang:token_usage",
+    "sglang:num_queue_reqs",
+    "sglang:num_running_reqs",
+    "sglang:gen_throughput",
+    "sglang:generation_tokens_total",
+    "sglang:num_requests_total",
+    "sglang:time_to_first_token_seconds",
+    "sglang:request_time_per_output_token_seconds",
     "sglang:queue_time_seconds",
 }
-KUBE_STATE_METRICS = {"kube_pod_container_status_restarts_total",
-                      "kube_pod_container_status_last_terminated_reason"}
+KUBE_STATE_METRICS = {
+    "kube_pod_container_status_restarts_total",
+    "kube_pod_container_status_last_terminated_reason",
+}
 SUFFIXES = ("_bucket", "_sum", "_count")
 
 
 def dashboard_exprs() -> list[tuple[str, str]]:
     """(panel title, expression with the dashboard variables filled as "All")."""
-    return [(p["title"], t["expr"].replace("$namespace", ".*")) for p in PANELS for t in p["targets"]]
+    return [
+        (p["title"], t["expr"].replace("$namespace", ".*")) for p in PANELS for t in p["targets"]
+    ]
 
 
 def _metric_names(expr: str) -> set[str]:
@@ -54,14 +63,29 @@ def _contract_metrics() -> set[str]:
 
 def test_dashboard_has_the_panels_the_issue_asks_for():
     titles = " | ".join(p["title"].lower() for p in PANELS)
-    for topic in ("throughput", "kv cache", "queue", "running", "budget", "eta", "latency",
-                  "truncation", "rejects", "restarts"):
+    for topic in (
+        "throughput",
+        "kv cache",
+        "queue",
+        "running",
+        "budget",
+        "eta",
+        "latency",
+        "truncation",
+        "rejects",
+        "restarts",
+    ):
         assert topic in titles, topic
     kv = next(p for p in PANELS if "kv cache" in p["title"].lower())
     exprs = " ".join(t["expr"] for t in kv["targets"])
     assert "sglang:token_usage" in exprs and "sglang:num_queue_reqs" in exprs
-    budget = " ".join(t["expr"] for p in PANELS if "budget" in p["title"].lower() for t in p["targets"])
-    assert "draftgen_budget_completion_tokens" in budget and "draftgen_completion_tokens_total" in budget
+    budget = " ".join(
+        t["expr"] for p in PANELS if "budget" in p["title"].lower() for t in p["targets"]
+    )
+    assert (
+        "draftgen_budget_completion_tokens" in budget
+        and "draftgen_completion_tokens_total" in budget
+    )
 
 
 def test_panels_are_well_formed_and_do_not_overlap():
@@ -100,8 +124,11 @@ def test_every_metric_read_is_promised_by_its_producer():
 
 def test_sglang_metrics_exist_in_the_installed_sglang():
     """The SGLang names above are the ones the installed SGLang registers (when it is installed)."""
-    collectors = list((REPO / ".cache").glob(
-        "venv-sglang/lib/python3*/site-packages/sglang/srt/**/metrics_collector.py"))
+    collectors = list(
+        (REPO / ".cache").glob(
+            "venv-sglang/lib/python3*/site-packages/sglang/srt/**/metrics_collector.py"
+        )
+    )
     if not collectors:
         pytest.skip("SGLang is not installed in .cache/venv-sglang (make sglang)")
     registered = set()
@@ -114,11 +141,20 @@ def test_sglang_metrics_exist_in_the_installed_sglang():
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed: make system")
 def test_every_dashboard_query_is_valid_promql(tmp_path):
-    rules = {"groups": [{"name": "dashboard", "rules": [
-        {"record": f"dashboard:query_{i}", "expr": expr}
-        for i, (_, expr) in enumerate(dashboard_exprs())]}]}
+    rules = {
+        "groups": [
+            {
+                "name": "dashboard",
+                "rules": [
+                    {"record": f"dashboard:query_{i}", "expr": expr}
+                    for i, (_, expr) in enumerate(dashboard_exprs())
+                ],
+            }
+        ]
+    }
     path = tmp_path / "dashboard-queries.yaml"
     path.write_text(yaml.safe_dump(rules))
-    result = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        ["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stdout + result.stderr

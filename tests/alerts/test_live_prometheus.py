@@ -54,20 +54,35 @@ def _job(tmp: Path, model: Path) -> Path:
     chat = (REPO / "examples" / "data" / "chat.jsonl").read_text().splitlines()
     chat[3:3] = ['{"id": "broken", "messages": [', '{"id": "empty", "messages": []}']
     (data / "chat.jsonl").write_text("\n".join(chat) + "\n")
-    return write_job_yaml(tmp / "job.yaml", job_document(
-        "live",
-        model={"weights": str(model), "chatTemplateKwargs": {"thinking": True},
-               "generationPrefix": "<think>"},
-        server={"tensorParallelSize": 1},
-        sampling={"temperature": 1.0, "maxNewTokens": 24},
-        generator={"concurrency": {"mode": "fixed", "maxRequests": 6}},
-        output={"path": "out"},
-        datasets=[
-            {"name": "chat", "source": "data/chat.jsonl", "format": "messages",
-             "budget": {"completionTokens": 500}},
-            {"name": "prompts", "source": "data/prompts.jsonl", "format": "prompt",
-             "budget": {"completionTokens": 500}},
-        ]))
+    return write_job_yaml(
+        tmp / "job.yaml",
+        job_document(
+            "live",
+            model={
+                "weights": str(model),
+                "chatTemplateKwargs": {"thinking": True},
+                "generationPrefix": "<think>",
+            },
+            server={"tensorParallelSize": 1},
+            sampling={"temperature": 1.0, "maxNewTokens": 24},
+            generator={"concurrency": {"mode": "fixed", "maxRequests": 6}},
+            output={"path": "out"},
+            datasets=[
+                {
+                    "name": "chat",
+                    "source": "data/chat.jsonl",
+                    "format": "messages",
+                    "budget": {"completionTokens": 500},
+                },
+                {
+                    "name": "prompts",
+                    "source": "data/prompts.jsonl",
+                    "format": "prompt",
+                    "budget": {"completionTokens": 500},
+                },
+            ],
+        ),
+    )
 
 
 def _chart_sglang_metric_relabelings() -> list[dict]:
@@ -76,19 +91,30 @@ def _chart_sglang_metric_relabelings() -> list[dict]:
     import helm_python as helm
 
     with helm.Chart.load(FILES.parent) as chart:
-        manifests = chart.render({"monitoring": {"podMonitors": {"sglang": {"enabled": True}}}},
-                                 name="live", namespace=NAMESPACE)
-    monitor = next(d for d in yaml.safe_load_all(manifests["draftgen/templates/podmonitors.yaml"])
-                   if d and d["kind"] == "PodMonitor")
+        manifests = chart.render(
+            {"monitoring": {"podMonitors": {"sglang": {"enabled": True}}}},
+            name="live",
+            namespace=NAMESPACE,
+        )
+    monitor = next(
+        d
+        for d in yaml.safe_load_all(manifests["draftgen/templates/podmonitors.yaml"])
+        if d and d["kind"] == "PodMonitor"
+    )
     snake = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
-    return [{snake.get(k, k): v for k, v in rule.items()}
-            for rule in monitor["spec"]["podMetricsEndpoints"][0]["metricRelabelings"]]
+    return [
+        {snake.get(k, k): v for k, v in rule.items()}
+        for rule in monitor["spec"]["podMetricsEndpoints"][0]["metricRelabelings"]
+    ]
 
 
 def _panel_targets() -> list[tuple[str, str, str]]:
     dashboard = json.loads((FILES / "dashboard.json").read_text())
-    return [(p["title"], t["refId"], t["expr"].replace("$namespace", ".*"))
-            for p in dashboard["panels"] for t in p["targets"]]
+    return [
+        (p["title"], t["refId"], t["expr"].replace("$namespace", ".*"))
+        for p in dashboard["panels"]
+        for t in p["targets"]
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -97,21 +123,46 @@ def live_run(server, tiny_kimi, tmp_path_factory):
     url = urlparse(server.url)
     metrics_port = free_port()
     targets = {
-        "draftgen-sglang": (f"{url.hostname}:{url.port}",
-                            {"namespace": NAMESPACE, "pod": "live-server-0"}),
-        "draftgen-generator": (f"127.0.0.1:{metrics_port}",
-                               {"namespace": NAMESPACE, "pod": "live-generator-x"}),
+        "draftgen-sglang": (
+            f"{url.hostname}:{url.port}",
+            {"namespace": NAMESPACE, "pod": "live-server-0"},
+        ),
+        "draftgen-generator": (
+            f"127.0.0.1:{metrics_port}",
+            {"namespace": NAMESPACE, "pod": "live-generator-x"},
+        ),
     }
     relabel = {"draftgen-sglang": _chart_sglang_metric_relabelings()}
-    with PrometheusServer(tmp, targets, rule_files=[FILES / "alerts.yaml"],
-                          metric_relabel_configs=relabel) as prom:
+    with PrometheusServer(
+        tmp, targets, rule_files=[FILES / "alerts.yaml"], metric_relabel_configs=relabel
+    ) as prom:
         start = time.time()
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
         result = subprocess.run(
-            [sys.executable, "-m", "draftgen.cli", "generate", "--job", str(_job(tmp, tiny_kimi)),
-             "--server", server.url, "--output", str(tmp / "out"),
-             "--metrics-port", str(metrics_port), "--metrics-linger", "4", "--progress", "log"],
-            capture_output=True, text=True, timeout=600, env=env, cwd=tmp)
+            [
+                sys.executable,
+                "-m",
+                "draftgen.cli",
+                "generate",
+                "--job",
+                str(_job(tmp, tiny_kimi)),
+                "--server",
+                server.url,
+                "--output",
+                str(tmp / "out"),
+                "--metrics-port",
+                str(metrics_port),
+                "--metrics-linger",
+                "4",
+                "--progress",
+                "log",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+            cwd=tmp,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         time.sleep(1)  # one more rule evaluation after the generator's final scrapes
         yield prom, start, time.time(), tmp
@@ -129,9 +180,10 @@ def test_every_dashboard_query_returns_data(live_run):
     empty = []
     for title, ref, expr in _panel_targets():
         result = prom.query_range(expr, start, end, step=1)
-        if not any(series["values"] for series in result):
-            if not any(metric in expr for metric in MAY_BE_EMPTY):
-                empty.append(f"{title} [{ref}]: {expr}")
+        if not any(series["values"] for series in result) and not any(
+            metric in expr for metric in MAY_BE_EMPTY
+        ):
+            empty.append(f"{title} [{ref}]: {expr}")
     assert empty == []
 
 
@@ -153,10 +205,15 @@ def test_dashboard_reads_the_tokens_the_generator_wrote(live_run):
             continue
         for line in shard.read_text().splitlines():
             record = json.loads(line)
-            written[record["dataset"]] = written.get(record["dataset"], 0) + record["completion_tokens"]
+            written[record["dataset"]] = (
+                written.get(record["dataset"], 0) + record["completion_tokens"]
+            )
     result = prom.query_range(
         'sum by (dataset) (draftgen_completion_tokens_total{job="draftgen-generator"})',
-        start, end, step=1)
+        start,
+        end,
+        step=1,
+    )
     seen = {s["metric"]["dataset"]: int(float(s["values"][-1][1])) for s in result}
     assert seen == written and all(v > 0 for v in written.values())
 
@@ -165,9 +222,11 @@ def test_alert_rules_evaluate_cleanly_on_real_series(live_run):
     prom, *_ = live_run
     groups = prom._get("rules")["groups"]
     rules = [r for g in groups for r in g["rules"]]
-    assert len(rules) == sum(len(g["rules"]) for g in yaml.safe_load(
-        (FILES / "alerts.yaml").read_text())["groups"])
+    assert len(rules) == sum(
+        len(g["rules"]) for g in yaml.safe_load((FILES / "alerts.yaml").read_text())["groups"]
+    )
     assert [(r["name"], r.get("lastError")) for r in rules if r["health"] != "ok"] == []
-    firing = [a["labels"]["alertname"] for a in prom._get("alerts")["alerts"]
-              if a["state"] == "firing"]
+    firing = [
+        a["labels"]["alertname"] for a in prom._get("alerts")["alerts"] if a["state"] == "firing"
+    ]
     assert firing == [], "a healthy short job set off alerts"

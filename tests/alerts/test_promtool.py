@@ -18,7 +18,8 @@ UNIT_TESTS = HERE / "alerts_test.yaml"
 PROMTOOL = shutil.which("promtool")
 
 needs_promtool = pytest.mark.skipif(
-    PROMTOOL is None, reason="promtool not installed: run `make system` (Debian's prometheus package)"
+    PROMTOOL is None,
+    reason="promtool not installed: run `make system` (Debian's prometheus package)",
 )
 
 
@@ -55,8 +56,11 @@ def test_promtool_unit_tests(tmp_path):
 def _unit_cases() -> list[tuple[str, bool]]:
     """(alertname, expects it firing) for every evaluation in the unit tests."""
     doc = yaml.safe_load(UNIT_TESTS.read_text())
-    return [(case["alertname"], bool(case.get("exp_alerts")))
-            for test in doc["tests"] for case in test["alert_rule_test"]]
+    return [
+        (case["alertname"], bool(case.get("exp_alerts")))
+        for test in doc["tests"]
+        for case in test["alert_rule_test"]
+    ]
 
 
 def test_every_alert_is_tested_firing_and_quiet():

@@ -15,8 +15,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 SMALL = {
-    "budget_precision": ["--budgets", "5000", "--in-flight", "16", "--policies", "finish,abort",
-                         "--seeds", "1", "--cap-trials", "5"],
+    "budget_precision": [
+        "--budgets",
+        "5000",
+        "--in-flight",
+        "16",
+        "--policies",
+        "finish,abort",
+        "--seeds",
+        "1",
+        "--cap-trials",
+        "5",
+    ],
     "client_cost": ["--requests", "60", "--in-flight", "8"],
     "pretokenize_rate": ["--prompts", "20", "--rounds", "1", "--max-workers", "1"],
     "resume_cost": ["--records", "2000"],
@@ -26,16 +36,28 @@ RESULT_NAME = {"pretokenize_rate": "pretokenize"}
 
 
 def run_bench(script: str, args: list[str], tmp_path: Path) -> dict:
-    env = {**os.environ, "DRAFTGEN_BENCH_DIR": str(tmp_path / "work"),
-           "DRAFTGEN_BENCH_RESULTS": str(tmp_path / "results")}
-    proc = subprocess.run([sys.executable, str(REPO / "bench" / f"{script}.py"), *args],
-                          env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
+    env = {
+        **os.environ,
+        "DRAFTGEN_BENCH_DIR": str(tmp_path / "work"),
+        "DRAFTGEN_BENCH_RESULTS": str(tmp_path / "results"),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / f"{script}.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    result = json.loads((tmp_path / "results" / f"{RESULT_NAME.get(script, script)}.json").read_text())
+    result = json.loads(
+        (tmp_path / "results" / f"{RESULT_NAME.get(script, script)}.json").read_text()
+    )
     assert result["rows"], result
     assert result["goals"] and all("met" in g for g in result["goals"])
-    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("*.jsonl")), \
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("*.jsonl")), (
         "a benchmark left its work files behind"
+    )
     return result
 
 
@@ -48,8 +70,14 @@ def test_report_from_results(tmp_path: Path) -> None:
     run_bench("budget_precision", SMALL["budget_precision"], tmp_path)
     env = {**os.environ, "DRAFTGEN_BENCH_RESULTS": str(tmp_path / "results")}
     out = tmp_path / "benchmarks.md"
-    subprocess.run([sys.executable, str(REPO / "bench" / "report.py"), "--output", str(out)],
-                   env=env, check=True, capture_output=True, timeout=60, cwd=REPO)
+    subprocess.run(
+        [sys.executable, str(REPO / "bench" / "report.py"), "--output", str(out)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+        cwd=REPO,
+    )
     text = out.read_text()
     assert "bench/budget_precision.py --budgets 5000" in text  # the exact command line
     assert "nproc" in text and "| budget |" in text
@@ -57,11 +85,19 @@ def test_report_from_results(tmp_path: Path) -> None:
 
 @pytest.mark.sglang
 def test_vs_standard_client_runs(sglang_server, tmp_path: Path) -> None:
-    result = run_bench("vs_standard_client",
-                       ["--url", sglang_server.url, "--tokens", "40", "--sweep", "2"], tmp_path)
+    result = run_bench(
+        "vs_standard_client",
+        ["--url", sglang_server.url, "--tokens", "40", "--sweep", "2"],
+        tmp_path,
+    )
     clients = [row[0] for row in result["rows"]]
-    assert clients == ["draftgen generate", "draftgen generate (again)", "sglang.bench_serving",
-                       "fixed asyncio client", "fixed client, draftgen's sampling"]
+    assert clients == [
+        "draftgen generate",
+        "draftgen generate (again)",
+        "sglang.bench_serving",
+        "fixed asyncio client",
+        "fixed client, draftgen's sampling",
+    ]
     few = result["columns"].index("≤ 2 in flight s")
     assert all(row[few] >= 0 for row in result["rows"] if row[0] != "sglang.bench_serving")
 

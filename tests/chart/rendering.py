@@ -17,8 +17,9 @@ KUBE_VERSION = "1.30"
 RELEASE, NAMESPACE = "dg", "draftgen"
 
 
-def render(values: dict[str, Any] | None = None, *, name: str = RELEASE,
-           namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+def render(
+    values: dict[str, Any] | None = None, *, name: str = RELEASE, namespace: str = NAMESPACE
+) -> list[dict[str, Any]]:
     """Every object the chart would install (templates only; crds/ are separate), in order."""
     with helm.Chart.load(CHART) as chart:
         manifests = chart.render(values or {}, name=name, namespace=namespace)
@@ -51,8 +52,9 @@ def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     for crd in chart_crds():
         spec = crd["spec"]
         for version in spec["versions"]:
-            out[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = \
-                version["schema"]["openAPIV3Schema"]
+            out[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = version["schema"][
+                "openAPIV3Schema"
+            ]
     return out
 
 

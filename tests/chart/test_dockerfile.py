@@ -90,15 +90,19 @@ def test_image_holds_every_package_directory(stages, repo):
     """A package added to pyproject but not copied into the build would be missing at run time."""
     copied = {shlex.split(a)[0].rstrip("/") for a in _args(stages[0], "COPY")}
     tool = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]
-    roots = {pkg.split(".")[0] for pkg in tool["packages"]} | \
-        {d.split("/")[0] for d in tool["package-dir"].values()}
+    roots = {pkg.split(".")[0] for pkg in tool["packages"]} | {
+        d.split("/")[0] for d in tool["package-dir"].values()
+    }
     assert roots <= copied
 
 
 def test_lock_pins_every_runtime_dependency(repo):
     project = tomllib.loads((repo / "pyproject.toml").read_text())["project"]
-    pinned = {line.split("==")[0].lower().replace("_", "-")
-              for line in (repo / "constraints.txt").read_text().splitlines() if "==" in line}
+    pinned = {
+        line.split("==")[0].lower().replace("_", "-")
+        for line in (repo / "constraints.txt").read_text().splitlines()
+        if "==" in line
+    }
     for req in project["dependencies"]:
         name = re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0].lower().replace("_", "-")
         assert name in pinned, f"{name} is not pinned in constraints.txt"

@@ -32,7 +32,9 @@ def _settings(docs):
 @pytest.mark.parametrize("case", ["defaults", "full"])
 def test_every_chart_variable_is_an_operator_setting(case):
     env = _operator_env(render(full_values() if case == "full" else {}))
-    fields = {settings_mod.ENV_PREFIX + f.name.upper() for f in dataclasses.fields(OperatorSettings)}
+    fields = {
+        settings_mod.ENV_PREFIX + f.name.upper() for f in dataclasses.fields(OperatorSettings)
+    }
     ours = {k for k in env if k.startswith("DRAFTGEN_")}
     assert ours - fields == set(), "the chart sets variables the operator does not read"
 
@@ -48,8 +50,10 @@ def test_default_values_reach_the_operator():
     assert s.server_mem_fraction_static == values["serverDefaults"]["memFractionStatic"]
     assert s.generator_image == "ghcr.io/draftgen/draftgen:0.1.0"  # the operator's own image
     assert s.run_as_user == 10001  # the image's user
-    assert (s.metrics_port, s.liveness_port) == (values["operator"]["metricsPort"],
-                                                 values["operator"]["livenessPort"])
+    assert (s.metrics_port, s.liveness_port) == (
+        values["operator"]["metricsPort"],
+        values["operator"]["livenessPort"],
+    )
     assert s.webhook is False
     assert s.handler_threads == values["operator"]["handlerThreads"] == 32
 
@@ -58,12 +62,23 @@ def test_non_default_values_reach_the_operator():
     s = _settings(render(full_values()))
     assert s.namespaces == ("drafters", "research")
     assert s.peering_name == "drafts-peering"
-    assert (s.server_image, s.server_tensor_parallel_size, s.server_gpus_per_replica,
-            s.server_mem_fraction_static) == ("lmsysorg/sglang:v0.5.6-cu129", 4, 8, 0.88)
+    assert (
+        s.server_image,
+        s.server_tensor_parallel_size,
+        s.server_gpus_per_replica,
+        s.server_mem_fraction_static,
+    ) == ("lmsysorg/sglang:v0.5.6-cu129", 4, 8, 0.88)
     assert s.generator_image == "registry.example.com/ml/draftgen-generator:1.2.3"
-    assert (s.metrics_port, s.liveness_port, s.poll_interval_seconds, s.http_timeout_seconds,
-            s.handler_threads, s.crash_loop_restarts, s.server_startup_seconds, s.run_as_user) == \
-        (9100, 9101, 5.0, 2.5, 64, 5, 5400, 20000)
+    assert (
+        s.metrics_port,
+        s.liveness_port,
+        s.poll_interval_seconds,
+        s.http_timeout_seconds,
+        s.handler_threads,
+        s.crash_loop_restarts,
+        s.server_startup_seconds,
+        s.run_as_user,
+    ) == (9100, 9101, 5.0, 2.5, 64, 5, 5400, 20000)
     assert s.webhook is True and s.webhook_port == 8443
     assert s.webhook_host == "drafts-webhook.draftgen.svc"
     assert s.webhook_certfile and s.webhook_pkeyfile
@@ -76,14 +91,18 @@ def test_peering_object_is_the_one_the_operator_joins():
     peerings = of_kind(docs, "KopfPeering")
     assert {p["metadata"]["namespace"] for p in peerings} == set(_settings(docs).namespaces)
     assert {p["metadata"]["name"] for p in peerings} == {_settings(docs).peering_name}
-    pod_id = next(e for e in one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
-                  if e["name"] == "POD_ID")
+    pod_id = next(
+        e
+        for e in one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
+        if e["name"] == "POD_ID"
+    )
     assert pod_id["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
 
 
 def _operator_objects(job_doc, settings):
-    return render_mod.render_all(job_doc["metadata"]["name"], job_doc["metadata"]["namespace"],
-                                 job_doc["spec"], settings)
+    return render_mod.render_all(
+        job_doc["metadata"]["name"], job_doc["metadata"]["namespace"], job_doc["spec"], settings
+    )
 
 
 def test_jobs_declared_in_values_scale_as_values_say():
@@ -109,8 +128,11 @@ def test_jobs_declared_in_values_scale_as_values_say():
 def test_jobs_inherit_chart_defaults_for_fields_they_leave_unset():
     values = full_values()
     job = kimi_job()
-    server = {k: v for k, v in job["spec"]["server"].items()
-              if k not in ("tensorParallelSize", "memFractionStatic")}
+    server = {
+        k: v
+        for k, v in job["spec"]["server"].items()
+        if k not in ("tensorParallelSize", "memFractionStatic")
+    }
     job["spec"] = {**job["spec"], "server": {**server, "hierarchicalCache": {"enabled": False}}}
     values["generationJobs"] = [job]
     docs = render(values)
@@ -129,11 +151,15 @@ def _pod_template(obj):
 def test_pod_monitors_select_the_operator_pods_on_their_metrics_ports():
     docs = render(full_values())
     monitors = {m["metadata"]["name"]: m for m in of_kind(docs, "PodMonitor")}
-    job = one([j for j in of_kind(docs, "GenerationJob")
-               if j["metadata"]["name"] == "kimi-k25-eagle3"], "GenerationJob")
+    job = one(
+        [j for j in of_kind(docs, "GenerationJob") if j["metadata"]["name"] == "kimi-k25-eagle3"],
+        "GenerationJob",
+    )
     objects = _operator_objects(job, _settings(docs))
-    pods = {"sglang": _pod_template(one(objects, "Deployment")),
-            "generator": _pod_template(one(objects, "Job"))}
+    pods = {
+        "sglang": _pod_template(one(objects, "Deployment")),
+        "generator": _pod_template(one(objects, "Job")),
+    }
     for component, pod in pods.items():
         monitor = monitors[f"drafts-{component}"]["spec"]
         labels = pod["metadata"]["labels"]
@@ -142,8 +168,9 @@ def test_pod_monitors_select_the_operator_pods_on_their_metrics_ports():
         ports = {p["name"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
         assert endpoint["port"] in ports, component
         source = endpoint["relabelings"][1]["sourceLabels"][0]
-        assert source == "__meta_kubernetes_pod_label_" + \
-            names.JOB_LABEL.replace(".", "_").replace("/", "_").replace("-", "_")
+        assert source == "__meta_kubernetes_pod_label_" + names.JOB_LABEL.replace(".", "_").replace(
+            "/", "_"
+        ).replace("-", "_")
         assert labels[names.JOB_LABEL] == "kimi-k25-eagle3"
     # Only the server pods, not the generator, are selected by the SGLang monitor (and back).
     other = monitors["drafts-sglang"]["spec"]["selector"]["matchLabels"]

@@ -29,6 +29,7 @@ def _keepalive(priority: int, *, age_seconds: float = 0, lifetime: int = 60) -> 
 
 def _paused(identity: str, priority: int, status: dict, name: str) -> bool:
     """Run kopf's handler of one peering-object update as replica `identity`."""
+
     async def go() -> bool:
         settings = configuration.OperatorSettings()
         settings.peering.name = name
@@ -37,13 +38,23 @@ def _paused(identity: str, priority: int, status: dict, name: str) -> bool:
         event = {"type": "MODIFIED", "object": {"metadata": {"name": name}, "status": status}}
         try:
             # kopf then sleeps until a blocking peer would expire: not needed here.
-            await asyncio.wait_for(peering.process_peering_event(
-                raw_event=event, namespace=None, resource=RESOURCE, identity=identity,
-                settings=settings, autoclean=False, conflicts_found=toggle,
-                stream_pressure=asyncio.Event()), timeout=0.5)
-        except asyncio.TimeoutError:
+            await asyncio.wait_for(
+                peering.process_peering_event(
+                    raw_event=event,
+                    namespace=None,
+                    resource=RESOURCE,
+                    identity=identity,
+                    settings=settings,
+                    autoclean=False,
+                    conflicts_found=toggle,
+                    stream_pressure=asyncio.Event(),
+                ),
+                timeout=0.5,
+            )
+        except TimeoutError:
             pass
         return toggle.is_on()
+
     return asyncio.run(go())
 
 

@@ -7,18 +7,31 @@ from draftgen.controller import rbac
 
 from .rendering import of_kind, render
 
-CLUSTER_SCOPED = {"customresourcedefinitions", "namespaces", "clusterkopfpeerings",
-                  "validatingwebhookconfigurations"}
+CLUSTER_SCOPED = {
+    "customresourcedefinitions",
+    "namespaces",
+    "clusterkopfpeerings",
+    "validatingwebhookconfigurations",
+}
 
 
 def _triples(rules) -> set[tuple[str, str, str]]:
-    return {(group, resource, verb) for rule in rules for group in rule["apiGroups"]
-            for resource in rule["resources"] for verb in rule["verbs"]}
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
 
 
 def _granted(docs) -> set[tuple[str, str, str]]:
-    return _triples(rule for kind in ("ClusterRole", "Role") for role in of_kind(docs, kind)
-                    for rule in role["rules"])
+    return _triples(
+        rule
+        for kind in ("ClusterRole", "Role")
+        for role in of_kind(docs, kind)
+        for rule in role["rules"]
+    )
 
 
 def test_chart_grants_exactly_the_operator_rules():
@@ -31,7 +44,9 @@ def test_webhook_adds_exactly_the_webhook_rules():
 
 
 def test_no_wildcards_and_no_secrets():
-    for group, resource, verb in _granted(render({"operator": {"webhook": {"enabled": True, "certSecret": "webhook-tls"}}})):
+    for group, resource, verb in _granted(
+        render({"operator": {"webhook": {"enabled": True, "certSecret": "webhook-tls"}}})
+    ):
         assert "*" not in (group, resource, verb)
         assert resource != "secrets"
 
@@ -49,14 +64,16 @@ def test_watching_every_namespace_binds_cluster_wide():
     assert bound == {"dg-draftgen-operator", "dg-draftgen-operator-cluster"}
     assert of_kind(docs, "RoleBinding") == []
     for binding in of_kind(docs, "ClusterRoleBinding"):
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "dg-draftgen",
-                                        "namespace": "draftgen"}]
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "dg-draftgen", "namespace": "draftgen"}
+        ]
 
 
 def test_watching_chosen_namespaces_binds_only_there():
     docs = render({"operator": {"watchNamespaces": ["team-a", "team-b"]}})
-    assert {b["roleRef"]["name"] for b in of_kind(docs, "ClusterRoleBinding")} == \
-        {"dg-draftgen-operator-cluster"}
+    assert {b["roleRef"]["name"] for b in of_kind(docs, "ClusterRoleBinding")} == {
+        "dg-draftgen-operator-cluster"
+    }
     bindings = of_kind(docs, "RoleBinding")
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
     assert {b["roleRef"]["name"] for b in bindings} == {"dg-draftgen-operator"}

@@ -49,9 +49,17 @@ def test_validation_catches_a_broken_manifest(rendered):
 
 def test_defaults_install_the_operator_only(rendered):
     kinds = Counter(d["kind"] for d in rendered["defaults"])
-    assert kinds == Counter({"Deployment": 1, "ServiceAccount": 1, "Service": 1,
-                             "ClusterRole": 2, "ClusterRoleBinding": 2,
-                             "PodDisruptionBudget": 1, "ClusterKopfPeering": 1})
+    assert kinds == Counter(
+        {
+            "Deployment": 1,
+            "ServiceAccount": 1,
+            "Service": 1,
+            "ClusterRole": 2,
+            "ClusterRoleBinding": 2,
+            "PodDisruptionBudget": 1,
+            "ClusterKopfPeering": 1,
+        }
+    )
 
 
 def test_full_values_install_every_optional_object(rendered):
@@ -60,16 +68,23 @@ def test_full_values_install_every_optional_object(rendered):
     assert kinds["ServiceMonitor"] == 1 and kinds["PodMonitor"] == 2
     assert kinds["PrometheusRule"] == 1 and kinds["GenerationJob"] == 2
     assert kinds["KopfPeering"] == 2 and kinds["ClusterKopfPeering"] == 0
-    assert {d["metadata"]["name"] for d in of_kind(docs, "Service")} == \
-        {"drafts-operator-metrics", "drafts-webhook"}
-    dashboard = [d for d in of_kind(docs, "ConfigMap") if d["metadata"]["name"] == "drafts-dashboard"]
+    assert {d["metadata"]["name"] for d in of_kind(docs, "Service")} == {
+        "drafts-operator-metrics",
+        "drafts-webhook",
+    }
+    dashboard = [
+        d for d in of_kind(docs, "ConfigMap") if d["metadata"]["name"] == "drafts-dashboard"
+    ]
     assert dashboard and dashboard[0]["metadata"]["namespace"] == "monitoring"
 
 
 def test_each_toggle_adds_exactly_its_objects(rendered):
     base = Counter(d["kind"] for d in rendered["defaults"])
-    added = {case: Counter(d["kind"] for d in rendered[case]) - base for case in rendered
-             if case.startswith("only-")}
+    added = {
+        case: Counter(d["kind"] for d in rendered[case]) - base
+        for case in rendered
+        if case.startswith("only-")
+    }
     assert added["only-serviceMonitor"] == Counter({"ServiceMonitor": 1})
     assert added["only-podMonitor-generator"] == Counter({"PodMonitor": 1})
     assert added["only-podMonitor-sglang"] == Counter({"PodMonitor": 1})
@@ -78,16 +93,20 @@ def test_each_toggle_adds_exactly_its_objects(rendered):
     assert added["only-webhook"] == Counter({"Service": 1})
     assert added["only-generationJobs"] == Counter({"GenerationJob": 1})
     assert "PodDisruptionBudget" not in Counter(d["kind"] for d in rendered["only-one-replica"])
-    assert not {"ClusterRole", "ClusterRoleBinding", "ServiceAccount"} & \
-        {d["kind"] for d in rendered["only-no-rbac-no-sa"]}
+    assert not {"ClusterRole", "ClusterRoleBinding", "ServiceAccount"} & {
+        d["kind"] for d in rendered["only-no-rbac-no-sa"]
+    }
     assert "ClusterKopfPeering" not in {d["kind"] for d in rendered["only-no-peering-object"]}
 
 
 def test_chart_ships_the_crds_kopf_and_the_operator_need():
     crds = chart_crds()
     names = {c["metadata"]["name"] for c in crds}
-    assert names == {"generationjobs.draftgen.io", "clusterkopfpeerings.kopf.dev",
-                     "kopfpeerings.kopf.dev"}
+    assert names == {
+        "generationjobs.draftgen.io",
+        "clusterkopfpeerings.kopf.dev",
+        "kopfpeerings.kopf.dev",
+    }
     for crd in crds:
         kubernetes_validate.validate(crd, "1.30", strict=True)
 
@@ -97,11 +116,19 @@ def test_peering_crds_are_the_ones_the_installed_kopf_looks_for():
     tries first (kopf.dev), cluster-wide and namespaced."""
     from kopf._cogs.structs import references
 
-    resources = [references.Resource(
-        group=c["spec"]["group"], version=v["name"], plural=c["spec"]["names"]["plural"],
-        kind=c["spec"]["names"]["kind"], singular=c["spec"]["names"]["singular"],
-        namespaced=c["spec"]["scope"] == "Namespaced")
-        for c in chart_crds() if c["spec"]["group"] != "draftgen.io" for v in c["spec"]["versions"]]
+    resources = [
+        references.Resource(
+            group=c["spec"]["group"],
+            version=v["name"],
+            plural=c["spec"]["names"]["plural"],
+            kind=c["spec"]["names"]["kind"],
+            singular=c["spec"]["names"]["singular"],
+            namespaced=c["spec"]["scope"] == "Namespaced",
+        )
+        for c in chart_crds()
+        if c["spec"]["group"] != "draftgen.io"
+        for v in c["spec"]["versions"]
+    ]
     cluster = [r for r in resources if references.CLUSTER_PEERINGS_K.check(r)]
     namespaced = [r for r in resources if references.NAMESPACED_PEERINGS_K.check(r)]
     assert len(cluster) == 1 and cluster[0].namespaced is False
@@ -122,8 +149,10 @@ def test_operator_pods_are_locked_down(rendered):
         assert pod["securityContext"]["runAsUser"] == 10001  # the image's user (Dockerfile)
         container = pod["containers"][0]
         assert container["securityContext"] == {
-            "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]}}
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        }
         assert container["args"] == ["operator"]
         assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
 
@@ -161,6 +190,9 @@ def test_sglang_pod_monitor_keeps_sglang_metric_names(rendered):
     (rule,) = monitors["drafts-sglang"]["spec"]["podMetricsEndpoints"][0]["metricRelabelings"]
     assert rule["sourceLabels"] == ["__name__"] and rule["targetLabel"] == "__name__"
     regex = re.compile(rf"^(?:{rule['regex']})$")
-    assert regex.sub(rule["replacement"].replace("$1", r"\1"), "sglang_token_usage") == "sglang:token_usage"
+    assert (
+        regex.sub(rule["replacement"].replace("$1", r"\1"), "sglang_token_usage")
+        == "sglang:token_usage"
+    )
     assert not regex.match("sglang:token_usage")
     assert "metricRelabelings" not in monitors["drafts-generator"]["spec"]["podMetricsEndpoints"][0]

@@ -8,7 +8,9 @@ from .rendering import REPO, validate
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("render_install", REPO / "scripts" / "render_install.py")
+    spec = importlib.util.spec_from_file_location(
+        "render_install", REPO / "scripts" / "render_install.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -16,7 +18,9 @@ def _script():
 
 def test_rendered_install_doc_is_current():
     script = _script()
-    assert script.main(["--check"]) == 0, "docs/rendered-install.md is stale: run scripts/render_install.py"
+    assert script.main(["--check"]) == 0, (
+        "docs/rendered-install.md is stale: run scripts/render_install.py"
+    )
 
 
 def test_kimi_install_is_valid_and_declares_the_example_job(examples):

@@ -19,7 +19,10 @@ DEFAULTS = yaml.safe_load((CHART / "values.yaml").read_text())
 BAD_VALUES = [
     ({"bogus": 1}, "additional properties 'bogus'"),
     ({"operator": {"replica": 2}}, "additional properties 'replica'"),
-    ({"monitoring": {"podMonitors": {"sglang": {"enable": True}}}}, "additional properties 'enable'"),
+    (
+        {"monitoring": {"podMonitors": {"sglang": {"enable": True}}}},
+        "additional properties 'enable'",
+    ),
     ({"operator": {"replicas": "two"}}, "/operator/replicas"),
     ({"operator": {"replicas": 0}}, "/operator/replicas"),
     ({"operator": {"watchNamespaces": "team-a"}}, "/operator/watchNamespaces"),
@@ -29,14 +32,20 @@ BAD_VALUES = [
     ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
     ({"monitoring": {"prometheusRule": {"enabled": "yes"}}}, "/monitoring/prometheusRule/enabled"),
     ({"monitoring": {"podMonitors": {"interval": "fast"}}}, "/monitoring/podMonitors/interval"),
-    ({"monitoring": {"grafanaDashboard": {"labels": {"grafana_dashboard": 1}}}},
-     "/monitoring/grafanaDashboard/labels/grafana_dashboard"),
+    (
+        {"monitoring": {"grafanaDashboard": {"labels": {"grafana_dashboard": 1}}}},
+        "/monitoring/grafanaDashboard/labels/grafana_dashboard",
+    ),
     ({"generationJobs": [{"name": "kimi"}]}, "missing property 'spec'"),
     ({"operator": {"webhook": {"enabled": True}}}, "/operator/webhook"),
-    ({"generationJobs": [{"name": "Kimi_K2", "spec": {"model": {}, "datasets": []}}]},
-     "/generationJobs/0/name"),
-    ({"generationJobs": [{"name": "kimi", "spec": {}, "replicas": 2}]},
-     "additional properties 'replicas'"),
+    (
+        {"generationJobs": [{"name": "Kimi_K2", "spec": {"model": {}, "datasets": []}}]},
+        "/generationJobs/0/name",
+    ),
+    (
+        {"generationJobs": [{"name": "kimi", "spec": {}, "replicas": 2}]},
+        "additional properties 'replicas'",
+    ),
 ]
 
 
@@ -96,11 +105,16 @@ def test_every_value_has_a_helm_docs_comment():
         path = ".".join([k for _, k in stack] + [key])
         stack.append((indent, key))
         j = i - 1
-        while j >= 0 and lines[j].strip().startswith("#") and not lines[j].strip().startswith("# --"):
+        while (
+            j >= 0 and lines[j].strip().startswith("#") and not lines[j].strip().startswith("# --")
+        ):
             j -= 1
         has_doc = j >= 0 and lines[j].strip().startswith("# --")
-        is_parent = i + 1 < len(lines) and re.match(rf"^\s{{{indent + 1},}}\S", lines[i + 1] or "") \
+        is_parent = (
+            i + 1 < len(lines)
+            and re.match(rf"^\s{{{indent + 1},}}\S", lines[i + 1] or "")
             and not line.rstrip().endswith(("{}", "[]", '""'))
+        )
         if has_doc:
             documented.add(path)
         elif not is_parent and not any(path.startswith(d + ".") for d in documented):

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from draftgen.contract.generator_cli import (COMMAND, FATAL_EXIT_CODES, ExitCode, GeneratorArgs,
-                                             add_arguments, exit_codes_epilog)
+from draftgen.contract.generator_cli import (
+    COMMAND,
+    FATAL_EXIT_CODES,
+    ExitCode,
+    GeneratorArgs,
+    add_arguments,
+    exit_codes_epilog,
+)
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -16,9 +22,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def test_every_rendered_option_comes_back_from_the_parser() -> None:
-    args = GeneratorArgs(job="/etc/draftgen/job.yaml", servers=["http://a:1", "http://b:2"],
-                         output="/out/x", inputs="/data", metrics_port=9400,
-                         metrics_linger_seconds=60)
+    args = GeneratorArgs(
+        job="/etc/draftgen/job.yaml",
+        servers=["http://a:1", "http://b:2"],
+        output="/out/x",
+        inputs="/data",
+        metrics_port=9400,
+        metrics_linger_seconds=60,
+    )
     got = _parse(args.argv())
     assert str(got.job) == args.job
     assert got.servers == args.servers

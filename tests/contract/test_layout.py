@@ -14,7 +14,7 @@ def test_shard_names_round_trip_and_sort_by_number(tmp_path: Path) -> None:
         layout.shard_file(d, i).write_text("")
     layout.rejects_file(d).write_text("")
     layout.dataset_manifest(d).write_text("{}")
-    (d / "shard-7.jsonl").write_text("")          # not a name the writer makes
+    (d / "shard-7.jsonl").write_text("")  # not a name the writer makes
     assert layout.shard_name(2) == "shard-00002.jsonl"
     assert [i for i, _ in layout.shard_files(d)] == [2, 10, 100000]
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from draftgen.contract.model_location import (HubModel, LocalModel, ModelLocationError,
-                                              loader_name, parse)
+from draftgen.contract.model_location import (
+    HubModel,
+    LocalModel,
+    ModelLocationError,
+    loader_name,
+    parse,
+)
 
 
 def test_hub_ids_with_and_without_a_revision() -> None:

@@ -10,8 +10,14 @@ from typing import Any
 THINK, END_THINK, TOOL_SECTION = 163606, 163607, 163595
 
 
-def record(dataset: str, index: int, prompt: list[int], completion: list[int],
-           finish: str = "stop", turn: int = 0) -> dict[str, Any]:
+def record(
+    dataset: str,
+    index: int,
+    prompt: list[int],
+    completion: list[int],
+    finish: str = "stop",
+    turn: int = 0,
+) -> dict[str, Any]:
     return {
         "id": f"{dataset}/row{index:04d}/{turn}",
         "dataset": dataset,
@@ -23,8 +29,11 @@ def record(dataset: str, index: int, prompt: list[int], completion: list[int],
         "completion_tokens": len(completion),
         "finish_reason": finish,
         "matched_stop": completion[-1] if finish == "stop" and completion else None,
-        "meta": {"sampling": {"temperature": 1.0, "max_new_tokens": 64},
-                 "server": "http://127.0.0.1:30000", "attempts": 1},
+        "meta": {
+            "sampling": {"temperature": 1.0, "max_new_tokens": 64},
+            "server": "http://127.0.0.1:30000",
+            "attempts": 1,
+        },
     }
 
 
@@ -49,8 +58,9 @@ def dataset_manifest(name: str, records: list[dict], budget: dict | None = None)
     }
 
 
-def write_output(root: Path, datasets: dict[str, list[dict]], model: str | None = None,
-                 shard_size: int = 4) -> Path:
+def write_output(
+    root: Path, datasets: dict[str, list[dict]], model: str | None = None, shard_size: int = 4
+) -> Path:
     """A `draftgen generate` output directory holding `datasets` (shards of `shard_size`)."""
     root.mkdir(parents=True, exist_ok=True)
     manifests = {}
@@ -58,16 +68,24 @@ def write_output(root: Path, datasets: dict[str, list[dict]], model: str | None 
         ddir = root / name
         ddir.mkdir(exist_ok=True)
         for n in range(0, max(len(records), 1), shard_size):
-            chunk = records[n:n + shard_size]
+            chunk = records[n : n + shard_size]
             (ddir / f"shard-{n // shard_size:05d}.jsonl").write_text(
-                "".join(json.dumps(r) + "\n" for r in chunk))
+                "".join(json.dumps(r) + "\n" for r in chunk)
+            )
         (ddir / "rejects.jsonl").write_text("")
         manifests[name] = dataset_manifest(name, records)
         (ddir / "manifest.json").write_text(json.dumps(manifests[name]))
-    job = {"job": "test-job", "model": model, "datasets": manifests,
-           "completion_tokens": sum(m["completion_tokens"] for m in manifests.values()),
-           "samples": sum(m["samples"] for m in manifests.values()),
-           "throughput_tokens_per_second": 0.0, "eta_seconds": 0, "updated_at": "", "done": True}
+    job = {
+        "job": "test-job",
+        "model": model,
+        "datasets": manifests,
+        "completion_tokens": sum(m["completion_tokens"] for m in manifests.values()),
+        "samples": sum(m["samples"] for m in manifests.values()),
+        "throughput_tokens_per_second": 0.0,
+        "eta_seconds": 0,
+        "updated_at": "",
+        "done": True,
+    }
     (root / "manifest.json").write_text(json.dumps(job))
     return root
 
@@ -78,7 +96,9 @@ def synthetic_records(dataset: str, n: int, truncated_every: int = 0) -> list[di
     for i in range(n):
         prompt = [163584 + (i % 3), 1000 + i, 2000 + i, 163601, THINK]
         completion = [300 + i, END_THINK, 400 + i] + [500] * (i % 7)
-        finish = "length" if truncated_every and i % truncated_every == truncated_every - 1 else "stop"
+        finish = (
+            "length" if truncated_every and i % truncated_every == truncated_every - 1 else "stop"
+        )
         if finish == "stop":
             completion = completion + [TOOL_SECTION, 163586]
         out.append(record(dataset, i, prompt, completion, finish))

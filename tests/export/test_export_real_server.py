@@ -10,7 +10,6 @@ import pytest
 
 from draftgen.cli import main
 from draftgen.export.records import iter_records
-
 from tests.jobs import job_document, write_job_yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,21 +23,52 @@ pytestmark = pytest.mark.sglang
 def generated(sglang_server, tmp_path_factory):
     """A small job run against the shared server: chat and glaive (tools) rows, short outputs."""
     base = tmp_path_factory.mktemp("export-real")
-    job_file = write_job_yaml(base / "job.yaml", job_document(
-        "export-real",
-        model={"weights": str(TINY_KIMI), "chatTemplateKwargs": {"thinking": True},
-               "specialTokens": ["<think>", "</think>", "<|im_end|>", "<|tool_calls_section_begin|>"],
-               "generationPrefix": "<think>"},
-        sampling={"temperature": 1.0, "maxNewTokens": 24, "seed": 11},
-        datasets=[
-            {"name": "chat", "source": str(REPO / "examples/data/chat.jsonl"),
-             "format": "messages", "budget": {"maxSamples": 4}},
-            {"name": "tools", "source": str(REPO / "examples/data/glaive.jsonl"),
-             "format": "glaive", "budget": {"maxSamples": 3}},
-        ]))
+    job_file = write_job_yaml(
+        base / "job.yaml",
+        job_document(
+            "export-real",
+            model={
+                "weights": str(TINY_KIMI),
+                "chatTemplateKwargs": {"thinking": True},
+                "specialTokens": [
+                    "<think>",
+                    "</think>",
+                    "<|im_end|>",
+                    "<|tool_calls_section_begin|>",
+                ],
+                "generationPrefix": "<think>",
+            },
+            sampling={"temperature": 1.0, "maxNewTokens": 24, "seed": 11},
+            datasets=[
+                {
+                    "name": "chat",
+                    "source": str(REPO / "examples/data/chat.jsonl"),
+                    "format": "messages",
+                    "budget": {"maxSamples": 4},
+                },
+                {
+                    "name": "tools",
+                    "source": str(REPO / "examples/data/glaive.jsonl"),
+                    "format": "glaive",
+                    "budget": {"maxSamples": 3},
+                },
+            ],
+        ),
+    )
     out = base / "out"
-    code = main(["generate", "--job", str(job_file), "--server", sglang_server.url,
-                 "--output", str(out), "--progress", "log"])
+    code = main(
+        [
+            "generate",
+            "--job",
+            str(job_file),
+            "--server",
+            sglang_server.url,
+            "--output",
+            str(out),
+            "--progress",
+            "log",
+        ]
+    )
     assert code == 0
     return out
 
@@ -47,8 +77,20 @@ def test_real_records_export_with_identical_ids(generated, tmp_path, capsys):
     records = {r["id"]: r for d in ("chat", "tools") for r in iter_records(generated / d)}
     assert len(records) >= 5
 
-    assert main(["export", str(generated), "--format", "speculators", "--out",
-                 str(tmp_path / "spec"), "--include-truncated"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                str(generated),
+                "--format",
+                "speculators",
+                "--out",
+                str(tmp_path / "spec"),
+                "--include-truncated",
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(x) for x in (tmp_path / "spec/train.jsonl").read_text().splitlines()]
     assert {r["id"] for r in rows} == set(records)
     for row in rows:
@@ -60,18 +102,46 @@ def test_real_records_export_with_identical_ids(generated, tmp_path, capsys):
     tools = [r for r in rows if r["id"].startswith("tools/")]
     assert tools and all("<|im_system|>tool_declare<|im_middle|>" in r["text"] for r in tools)
 
-    assert main(["export", str(generated), "--format", "specforge", "--out",
-                 str(tmp_path / "sf"), "--include-truncated"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                str(generated),
+                "--format",
+                "specforge",
+                "--out",
+                str(tmp_path / "sf"),
+                "--include-truncated",
+            ]
+        )
+        == 0
+    )
     convs = [json.loads(x) for x in (tmp_path / "sf/train.jsonl").read_text().splitlines()]
     assert {c["id"] for c in convs} == set(records)
-    assert all(c["conversations"][-1]["role"] == "assistant"
-               and c["conversations"][-1]["content"].startswith("<think>") for c in convs)
+    assert all(
+        c["conversations"][-1]["role"] == "assistant"
+        and c["conversations"][-1]["content"].startswith("<think>")
+        for c in convs
+    )
 
     # by default truncated samples are dropped; with a tiny model at 24 tokens some always stop
     # short of EOS, so keep them here to never face an empty export
-    assert main(["export", str(generated), "--format", "parquet", "--out",
-                 str(tmp_path / "pq"), "--validation-fraction", "0.3",
-                 "--include-truncated"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                str(generated),
+                "--format",
+                "parquet",
+                "--out",
+                str(tmp_path / "pq"),
+                "--validation-fraction",
+                "0.3",
+                "--include-truncated",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["stats", str(generated), "--json"]) in (0, 1)
     stats = {d["dataset"]: d for d in json.loads(capsys.readouterr().out)["datasets"]}

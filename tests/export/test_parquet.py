@@ -111,10 +111,14 @@ def test_files_roll_over_and_row_groups_stay_bounded(tmp_path):
     from draftgen.export.select import ExportOptions, ExportSummary, export_rows
 
     src = write_output(tmp_path / "run", {"chat": synthetic_records("chat", 25)})
-    files = parquet.write(tmp_path / "out", export_rows(src, ExportOptions(), ExportSummary()),
-                          rows_per_file=10)
+    files = parquet.write(
+        tmp_path / "out", export_rows(src, ExportOptions(), ExportSummary()), rows_per_file=10
+    )
     assert [f.name for f in files["train"]] == [
-        "train-00000.parquet", "train-00001.parquet", "train-00002.parquet"]
+        "train-00000.parquet",
+        "train-00001.parquet",
+        "train-00002.parquet",
+    ]
     assert [pq.read_metadata(f).num_rows for f in files["train"]] == [10, 10, 5]
 
 
@@ -145,5 +149,6 @@ def test_card_shows_shared_sampling_and_names_per_request_ones(tmp_path):
     src = write_output(tmp_path / "run", {"chat": records})
     _export(src, tmp_path / "pq")
     card = (tmp_path / "pq" / "README.md").read_text()
-    assert ('sampling {"temperature": 0.6, "top_p": 0.95} '
-            "(varying per request: sampling_seed)") in card
+    assert (
+        'sampling {"temperature": 0.6, "top_p": 0.95} (varying per request: sampling_seed)'
+    ) in card

@@ -36,8 +36,9 @@ def test_a_sample_keeps_its_split_when_data_is_added(tmp_path):
 
 def test_truncated_samples_are_dropped_by_default_and_counted(output_dir):
     rows, summary = _rows(output_dir)
-    assert all(not i.startswith("chat/row0004") and not i.startswith("chat/row0009")
-               for _, i in rows)
+    assert all(
+        not i.startswith("chat/row0004") and not i.startswith("chat/row0009") for _, i in rows
+    )
     assert summary.datasets["chat"].truncated_dropped == 2
     assert summary.datasets["chat"].records == 10
     rows, summary = _rows(output_dir, include_truncated=True)
@@ -45,8 +46,10 @@ def test_truncated_samples_are_dropped_by_default_and_counted(output_dir):
 
 
 def test_weight_mix_keeps_a_stable_subset_and_repeats(tmp_path):
-    root = write_output(tmp_path / "run", {"chat": synthetic_records("chat", 1000),
-                                           "code": synthetic_records("code", 10)})
+    root = write_output(
+        tmp_path / "run",
+        {"chat": synthetic_records("chat", 1000), "code": synthetic_records("code", 10)},
+    )
     rows, summary = _rows(root, mix=parse_mix(["chat=0.5", "code=2"]))
     chat = [i for _, i in rows if i.startswith("chat/")]
     code = [i for _, i in rows if i.startswith("code/")]

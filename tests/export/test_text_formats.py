@@ -23,10 +23,20 @@ pytestmark = pytest.mark.skipif(
     reason="needs .cache/models/tiny-kimi (run `make models`)",
 )
 
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather in a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +47,9 @@ def kimi():
 
 
 def _prompt(tokenizer, messages, tools=None, **kwargs):
-    out = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
-                                        tokenize=True, **kwargs)
+    out = tokenizer.apply_chat_template(
+        messages, tools=tools, add_generation_prompt=True, tokenize=True, **kwargs
+    )
     return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
 
 
@@ -50,22 +61,45 @@ def _completion(tokenizer, text):
 def kimi_run(kimi, tmp_path_factory):
     """Records as the generator writes them: a tool call, a plain answer, a truncated one."""
     plain = [{"role": "user", "content": "What is 2 + 4? Answer with ünïcödé 😀"}]
-    tool_turn = [{"role": "system", "content": "You are Kimi."},
-                 {"role": "user", "content": "Weather in Paris?"}]
-    multi = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
-             {"role": "user", "content": "Tell me about the fox."}]
-    records = [
-        record("chat", 0, _prompt(kimi, plain, thinking=True), _completion(
-            kimi, "Two plus four is six.</think>The answer is 6 😀<|im_end|>")),
-        record("chat", 1, _prompt(kimi, tool_turn, tools=TOOLS, thinking=True), _completion(
-            kimi, "The user wants weather.</think><|tool_calls_section_begin|><|tool_call_begin|>"
-                  "functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}"
-                  "<|tool_call_end|><|tool_calls_section_end|><|im_end|>")),
-        record("chat", 2, _prompt(kimi, multi, thinking=True), _completion(
-            kimi, "The quick brown fox jumps over"), finish="length", turn=1),
+    tool_turn = [
+        {"role": "system", "content": "You are Kimi."},
+        {"role": "user", "content": "Weather in Paris?"},
     ]
-    root = write_output(tmp_path_factory.mktemp("kimi") / "run", {"chat": records},
-                        model=str(TINY_KIMI))
+    multi = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "Tell me about the fox."},
+    ]
+    records = [
+        record(
+            "chat",
+            0,
+            _prompt(kimi, plain, thinking=True),
+            _completion(kimi, "Two plus four is six.</think>The answer is 6 😀<|im_end|>"),
+        ),
+        record(
+            "chat",
+            1,
+            _prompt(kimi, tool_turn, tools=TOOLS, thinking=True),
+            _completion(
+                kimi,
+                "The user wants weather.</think><|tool_calls_section_begin|><|tool_call_begin|>"
+                'functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}'
+                "<|tool_call_end|><|tool_calls_section_end|><|im_end|>",
+            ),
+        ),
+        record(
+            "chat",
+            2,
+            _prompt(kimi, multi, thinking=True),
+            _completion(kimi, "The quick brown fox jumps over"),
+            finish="length",
+            turn=1,
+        ),
+    ]
+    root = write_output(
+        tmp_path_factory.mktemp("kimi") / "run", {"chat": records}, model=str(TINY_KIMI)
+    )
     return root, records
 
 
@@ -75,8 +109,11 @@ def _export(src, fmt, out, *extra):
 
 
 def test_kimi_special_ids_are_what_the_field_uses(kimi):
-    assert kimi.convert_tokens_to_ids(["<think>", "</think>", "<|tool_calls_section_begin|>"]) \
-        == [THINK, END_THINK, TOOL_SECTION]
+    assert kimi.convert_tokens_to_ids(["<think>", "</think>", "<|tool_calls_section_begin|>"]) == [
+        THINK,
+        END_THINK,
+        TOOL_SECTION,
+    ]
 
 
 def test_speculators_rows_keep_ids_and_mask_the_boundary(kimi, kimi_run, tmp_path):
@@ -87,8 +124,8 @@ def test_speculators_rows_keep_ids_and_mask_the_boundary(kimi, kimi_run, tmp_pat
         prompt, completion = rec["input_ids"], rec["output_ids"]
         assert row["input_ids"] == prompt + completion
         assert len(row["loss_mask"]) == len(row["input_ids"])
-        assert row["loss_mask"][:len(prompt)] == [0] * len(prompt)
-        assert row["loss_mask"][len(prompt):] == [1] * len(completion)
+        assert row["loss_mask"][: len(prompt)] == [0] * len(prompt)
+        assert row["loss_mask"][len(prompt) :] == [1] * len(completion)
         assert prompt[-1] == THINK and row["loss_mask"][len(prompt) - 1] == 0
         assert row["text"] == kimi.decode(row["input_ids"], skip_special_tokens=False)
         assert row["primary_id"] == rec["id"].rsplit("/", 1)[0]
@@ -96,8 +133,13 @@ def test_speculators_rows_keep_ids_and_mask_the_boundary(kimi, kimi_run, tmp_pat
     tool = rows[1]
     assert {THINK, END_THINK, TOOL_SECTION} <= set(tool["input_ids"])
     assert tool["metadata"]["is_tool_call"] and not rows[0]["metadata"]["is_tool_call"]
-    for token in ("<|im_system|>tool_declare<|im_middle|>", "<think>", "</think>",
-                  "<|tool_calls_section_begin|>", "<|im_end|>"):
+    for token in (
+        "<|im_system|>tool_declare<|im_middle|>",
+        "<think>",
+        "</think>",
+        "<|tool_calls_section_begin|>",
+        "<|im_end|>",
+    ):
         assert token in tool["text"]
     assert "ünïcödé 😀" in rows[0]["text"]
     # ids survive JSON as plain integers, not floats or strings
@@ -120,12 +162,12 @@ def test_specforge_conversations_keep_reasoning_and_tool_tokens(kimi, kimi_run, 
     assert [m["role"] for m in plain] == ["system", "user", "assistant"]
     assert plain[1]["content"] == "What is 2 + 4? Answer with ünïcödé 😀"
     assert plain[-1]["content"] == "<think>Two plus four is six.</think>The answer is 6 😀"
-    assert tool[0] == {"role": "system", "name": "tool_declare",
-                       "content": tool[0]["content"]}
+    assert tool[0] == {"role": "system", "name": "tool_declare", "content": tool[0]["content"]}
     assert "type get_weather" in tool[0]["content"]
     assert tool[1] == {"role": "system", "content": "You are Kimi."}
-    assert tool[-1]["content"].startswith("<think>The user wants weather.</think>"
-                                          "<|tool_calls_section_begin|><|tool_call_begin|>")
+    assert tool[-1]["content"].startswith(
+        "<think>The user wants weather.</think><|tool_calls_section_begin|><|tool_call_begin|>"
+    )
     assert tool[-1]["content"].endswith("<|tool_calls_section_end|>")
     assert [m["role"] for m in multi] == ["system", "user", "assistant", "user", "assistant"]
     assert multi[2]["content"] == "Hello!"
@@ -137,8 +179,9 @@ def test_specforge_text_renders_back_to_the_same_prompt_text(kimi, kimi_run, tmp
     root, records = kimi_run
     rows = _export(root, "specforge", tmp_path / "sf")
     messages = rows[0]["conversations"][:-1]
-    text = kimi.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
-                                    thinking=True)
+    text = kimi.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=False, thinking=True
+    )
     assert text == kimi.decode(records[0]["input_ids"], skip_special_tokens=False)
 
 
@@ -147,8 +190,9 @@ def test_specforge_splits_chatml_prompts_too(tmp_path):
     from transformers import AutoTokenizer
 
     chatml = AutoTokenizer.from_pretrained(str(TINY_CHATML))
-    prompt = _prompt(chatml, [{"role": "system", "content": "Be brief."},
-                              {"role": "user", "content": "Say hi"}])
+    prompt = _prompt(
+        chatml, [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi"}]
+    )
     rec = record("c", 0, prompt, _completion(chatml, "hi there<|im_end|>"))
     root = write_output(tmp_path / "run", {"c": [rec]})
     rows = _export(root, "specforge", tmp_path / "sf", "--tokenizer", str(TINY_CHATML))
@@ -161,8 +205,10 @@ def test_specforge_splits_chatml_prompts_too(tmp_path):
 def test_tokenizer_comes_from_the_manifest_or_a_clear_error(kimi_run, tmp_path, capsys):
     root, records = kimi_run
     no_model = write_output(tmp_path / "run", {"chat": records[:1]}, model=None)
-    assert main(["export", str(no_model), "--format", "speculators",
-                 "--out", str(tmp_path / "o")]) == 1
+    assert (
+        main(["export", str(no_model), "--format", "speculators", "--out", str(tmp_path / "o")])
+        == 1
+    )
     assert "--tokenizer" in capsys.readouterr().err
     rows = _export(no_model, "speculators", tmp_path / "o2", "--tokenizer", str(TINY_KIMI))
     assert rows[0]["input_ids"] == records[0]["input_ids"] + records[0]["output_ids"]
@@ -187,6 +233,7 @@ def test_specforge_text_rows_are_the_rendered_sequence(kimi, kimi_run, tmp_path)
     rows = _export(root, "specforge", tmp_path / "sf", "--specforge-text")
     assert [set(r) for r in rows] == [{"id", "text"}] * 2
     rec = records[1]
-    assert rows[1]["text"] == kimi.decode(rec["input_ids"] + rec["output_ids"],
-                                          skip_special_tokens=False)
+    assert rows[1]["text"] == kimi.decode(
+        rec["input_ids"] + rec["output_ids"], skip_special_tokens=False
+    )
     assert rows[1]["text"].endswith("<|tool_calls_section_end|><|im_end|>")

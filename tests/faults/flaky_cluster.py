@@ -37,20 +37,25 @@ class FlakyEmulator(DraftgenEmulator):
 
     async def _handle(self, request: kmock.Request):  # type: ignore[override]
         agent = request.headers.get("User-Agent", "")
-        eligible = (request.resource is not None and agent.startswith(OPERATOR_AGENTS)
-                    and request.action not in (kmock.action.WATCH, kmock.action.LIST))
+        eligible = (
+            request.resource is not None
+            and agent.startswith(OPERATOR_AGENTS)
+            and request.action not in (kmock.action.WATCH, kmock.action.LIST)
+        )
         if not eligible or self._rng.random() >= self.fail_rate:
             return await super()._handle(request)
         writes = request.action in (kmock.action.CREATE, kmock.action.UPDATE, kmock.action.DELETE)
         # Writes: a conflict, a failure, or a failure *after* the write was applied, equally.
-        status, lost_answer = self._rng.choice([(409, False), (500, False), (500, True)]) \
-            if writes else (500, False)
+        status, lost_answer = (
+            self._rng.choice([(409, False), (500, False), (500, True)]) if writes else (500, False)
+        )
         what = f"{request.method.value} {request.resource.plural}/{request.name or ''}"
         self.injected.append((status, "after" if lost_answer else "before", what))
         if lost_answer:
             await super()._handle(request)  # the write happened; the answer is lost
-        error = kmock_k8s.KubernetesError(status=status, reason="Injected",
-                                          message=f"injected {status} for {what}")
+        error = kmock_k8s.KubernetesError(
+            status=status, reason="Injected", message=f"injected {status} for {what}"
+        )
         return await self._render_error(error)
 
 
@@ -65,8 +70,10 @@ class FlakyEmulatorThread(EmulatorThread):
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        async with FlakyEmulator(fail_rate=self._fail_rate, seed=self._seed) as emulator, \
-                kmock.Server(emulator, host="127.0.0.1") as srv:
+        async with (
+            FlakyEmulator(fail_rate=self._fail_rate, seed=self._seed) as emulator,
+            kmock.Server(emulator, host="127.0.0.1") as srv,
+        ):
             self.emulator = emulator
             self.url = str(srv.url).rstrip("/")
             self._ready.set()

@@ -10,18 +10,38 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 # The generator engineers' helpers (job files, prompt rows, reading records back).
-from tests.generator.gen_helpers import (expected_ids, prompt_rows, records, rejects,  # noqa: F401
-                                         write_job, write_jsonl)
+from tests.generator.gen_helpers import (  # noqa: F401
+    expected_ids,
+    prompt_rows,
+    records,
+    rejects,
+    write_job,
+    write_jsonl,
+)
 
 
 def generate_args(job: Path, server: str, out: Path) -> list[str]:
-    return [sys.executable, "-m", "draftgen.cli", "generate", "--job", str(job),
-            "--server", server, "--output", str(out), "--progress", "log",
-            "--health-timeout", "120"]
+    return [
+        sys.executable,
+        "-m",
+        "draftgen.cli",
+        "generate",
+        "--job",
+        str(job),
+        "--server",
+        server,
+        "--output",
+        str(out),
+        "--progress",
+        "log",
+        "--health-timeout",
+        "120",
+    ]
 
 
 class Run:
@@ -35,8 +55,9 @@ class Run:
         self.log_path = Path(log_dir) / f"generate-{Run._count:03d}.log"
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **kwargs.pop("env", {})}
         with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         **kwargs)
+            self.proc = subprocess.Popen(
+                args, env=env, stdout=log, stderr=subprocess.STDOUT, **kwargs
+            )
 
     def poll(self) -> int | None:
         return self.proc.poll()
@@ -50,8 +71,9 @@ class Run:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"draftgen generate did not end within {timeout} s:\n"
-                                 f"{self.log()[-3000:]}")
+            raise AssertionError(
+                f"draftgen generate did not end within {timeout} s:\n{self.log()[-3000:]}"
+            ) from None
         return self.proc.returncode, self.log()
 
     def kill_when(self, ready: Callable[[], bool], timeout: float = 300) -> bool:
@@ -91,15 +113,20 @@ def check_consistent(out: Path, datasets: list[str]) -> dict[str, list[dict]]:
         assert manifest["completion_tokens"] == sum(r["completion_tokens"] for r in recs)
         assert manifest["prompt_tokens"] == sum(r["prompt_tokens"] for r in recs)
         assert manifest["finish_reasons"] == {
-            k: sum(1 for r in recs if r["finish_reason"] == k) for k in ("stop", "length")}
+            k: sum(1 for r in recs if r["finish_reason"] == k) for k in ("stop", "length")
+        }
         assert manifest["done"]
         assert job_manifest["datasets"][name]["samples"] == len(recs)
-        rej = [(r["id"], r["source_index"], r["reason"]) for r in rejects(out / name)
-               if r["reason"] != "request_failed"]
+        rej = [
+            (r["id"], r["source_index"], r["reason"])
+            for r in rejects(out / name)
+            if r["reason"] != "request_failed"
+        ]
         assert len(rej) == len(set(rej)), f"{name}: a reject recorded twice"
         by_ds[name] = recs
     assert job_manifest["done"]
     assert job_manifest["samples"] == sum(len(r) for r in by_ds.values())
     assert job_manifest["completion_tokens"] == sum(
-        r["completion_tokens"] for recs in by_ds.values() for r in recs)
+        r["completion_tokens"] for recs in by_ds.values() for r in recs
+    )
     return by_ds

@@ -10,16 +10,27 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-SERVER_INFO = {"max_total_num_tokens": 4096, "max_running_requests": 8,
-               "max_req_input_len": 4000, "skip_tokenizer_init": True, "version": "misbehaving"}
+SERVER_INFO = {
+    "max_total_num_tokens": 4096,
+    "max_running_requests": 8,
+    "max_req_input_len": 4000,
+    "skip_tokenizer_init": True,
+    "version": "misbehaving",
+}
 
 GARBAGE = {
     "html": (200, "text/html", b"<html><body>502 Bad Gateway (from a proxy)</body></html>"),
     "no_meta": (200, "application/json", b'{"text": "hello", "output_ids": [1, 2, 3]}'),
-    "bad_ids": (200, "application/json",
-                b'{"output_ids": ["a", 2.5], "meta_info": {"finish_reason": {"type": "stop"}}}'),
-    "odd_finish": (200, "application/json",
-                   b'{"output_ids": [1], "meta_info": {"finish_reason": {"type": "melted"}}}'),
+    "bad_ids": (
+        200,
+        "application/json",
+        b'{"output_ids": ["a", 2.5], "meta_info": {"finish_reason": {"type": "stop"}}}',
+    ),
+    "odd_finish": (
+        200,
+        "application/json",
+        b'{"output_ids": [1], "meta_info": {"finish_reason": {"type": "melted"}}}',
+    ),
     "truncated": (200, "application/json", b'{"output_ids": [1, 2, 3], "meta_in'),
 }
 
@@ -83,8 +94,9 @@ class Misbehaving:
                     outer._release.wait()  # accepted, never answered (until the test ends)
                     self.close_connection = True
                 elif mode == "5xx":
-                    self._send(503, "application/json",
-                               b'{"error": "the scheduler is not responding"}')
+                    self._send(
+                        503, "application/json", b'{"error": "the scheduler is not responding"}'
+                    )
                 elif mode == "reset":
                     self.close_connection = True
                     self.connection.shutdown(2)

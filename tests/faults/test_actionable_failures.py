@@ -9,7 +9,6 @@ import pytest
 
 from draftgen.controller.kube import Kube
 from draftgen.controller.settings import OperatorSettings
-
 from tests.operator.harness import Cluster
 
 from .flaky_cluster import FlakyEmulatorThread
@@ -18,28 +17,51 @@ from .test_reconcile_steps import Reconciler, one_step
 
 SERVER_CRASHES = {
     # last terminated state → (reason, words the message must carry)
-    "host-oom": ({"reason": "OOMKilled", "exitCode": 137},
-                 "ServerOutOfHostMemory", ["sizeGBPerRank", "per tensor-parallel rank"]),
-    "gpu-oom": ({"reason": "Error", "exitCode": 1, "message":
-                 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
-                "ServerOutOfGPUMemory", ["memFractionStatic", "CUDA out of memory"]),
-    "crash": ({"reason": "Error", "exitCode": 1, "message":
-               "ValueError: Unrecognized configuration class KimiK25Config"},
-              "ServerCrashLoop", ["kubectl logs --previous", "Unrecognized configuration class"]),
+    "host-oom": (
+        {"reason": "OOMKilled", "exitCode": 137},
+        "ServerOutOfHostMemory",
+        ["sizeGBPerRank", "per tensor-parallel rank"],
+    ),
+    "gpu-oom": (
+        {
+            "reason": "Error",
+            "exitCode": 1,
+            "message": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        },
+        "ServerOutOfGPUMemory",
+        ["memFractionStatic", "CUDA out of memory"],
+    ),
+    "crash": (
+        {
+            "reason": "Error",
+            "exitCode": 1,
+            "message": "ValueError: Unrecognized configuration class KimiK25Config",
+        },
+        "ServerCrashLoop",
+        ["kubectl logs --previous", "Unrecognized configuration class"],
+    ),
 }
 
 GENERATOR_EXITS = {
     # the generator's last words (FallbackToLogsOnError) → words the message must carry
-    2: ("spec.datasets[0].source: data/x.jsonl: no such file or directory; check the dataset's source",
-        ["exited with code 2", "no such file", "edit the spec to resume"]),
-    3: ("refusing to start: model.specialTokens: '<think>' encodes to 3 ids",
-        ["exited with code 3", "specialTokens", "output so far is kept"]),
-    4: ("http://kimi-server-0.kimi-server.drafters.svc:30000 did not become healthy "
+    2: (
+        "spec.datasets[0].source: data/x.jsonl: no such file or directory; check the dataset's source",
+        ["exited with code 2", "no such file", "edit the spec to resume"],
+    ),
+    3: (
+        "refusing to start: model.specialTokens: '<think>' encodes to 3 ids",
+        ["exited with code 3", "specialTokens", "output so far is kept"],
+    ),
+    4: (
+        "http://kimi-server-0.kimi-server.drafters.svc:30000 did not become healthy "
         "(GET /health_generate) within 1800 s",
-        ["exited with code 4", "did not become healthy"]),
-    5: ("disk full: /output/kimi/b-chat/shard-00003.jsonl: No space left on device; free space on "
+        ["exited with code 4", "did not become healthy"],
+    ),
+    5: (
+        "disk full: /output/kimi/b-chat/shard-00003.jsonl: No space left on device; free space on "
         "the output volume (or enlarge it) and run the same command again to resume",
-        ["exited with code 5", "No space left on device", "free space on the output volume"]),
+        ["exited with code 5", "No space left on device", "free space on the output volume"],
+    ),
 }
 
 
@@ -54,7 +76,9 @@ def cluster(tmp_path):
 
 def _step(cluster: Cluster, times: int = 1) -> dict:
     for _ in range(times):
-        rec = Reconciler(Kube(cluster.emu.url, backoff=0.01), OperatorSettings(http_timeout_seconds=0.2))
+        rec = Reconciler(
+            Kube(cluster.emu.url, backoff=0.01), OperatorSettings(http_timeout_seconds=0.2)
+        )
         try:
             one_step(rec, "drafters", "kimi")
         finally:
@@ -74,11 +98,22 @@ def test_a_crash_looping_server_fails_the_job_with_what_to_change(cluster, kind)
     last, reason, words = SERVER_CRASHES[kind]
     cluster.apply(_job())
     _step(cluster)
-    cluster.put_pod("kimi-server-0-abc12", {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
-                    {"phase": "Running", "containerStatuses": [{
-                        "name": "sglang", "ready": False, "restartCount": 3,
-                        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                        "lastState": {"terminated": last}}]})
+    cluster.put_pod(
+        "kimi-server-0-abc12",
+        {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
+        {
+            "phase": "Running",
+            "containerStatuses": [
+                {
+                    "name": "sglang",
+                    "ready": False,
+                    "restartCount": 3,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                    "lastState": {"terminated": last},
+                }
+            ],
+        },
+    )
     cond = _failed(_step(cluster))
     assert cond["reason"] == reason
     for w in words:
@@ -96,13 +131,28 @@ def test_a_generator_past_its_backoff_limit_fails_the_job_with_its_last_words(cl
     _step(cluster)
     assert cluster.batch_job("kimi-generator") is not None
     for attempt, finished in enumerate(["2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"]):
-        cluster.put_pod(f"kimi-generator-try{attempt}",
-                        {"draftgen.io/job": "kimi", "draftgen.io/component": "generator"},
-                        {"phase": "Failed", "containerStatuses": [{
-                            "name": "generator", "restartCount": 0, "state": {"terminated": {
-                                "exitCode": code, "finishedAt": finished,
-                                "message": (f"older attempt {attempt}" if attempt == 0
-                                            else last_words)}}}]})
+        cluster.put_pod(
+            f"kimi-generator-try{attempt}",
+            {"draftgen.io/job": "kimi", "draftgen.io/component": "generator"},
+            {
+                "phase": "Failed",
+                "containerStatuses": [
+                    {
+                        "name": "generator",
+                        "restartCount": 0,
+                        "state": {
+                            "terminated": {
+                                "exitCode": code,
+                                "finishedAt": finished,
+                                "message": (
+                                    f"older attempt {attempt}" if attempt == 0 else last_words
+                                ),
+                            }
+                        },
+                    }
+                ],
+            },
+        )
     cluster.finish_generator("kimi", succeeded=False)
     cond = _failed(_step(cluster))
     assert cond["reason"] == "GeneratorFailed"

@@ -17,19 +17,31 @@ import pytest
 from draftgen.generator.resume import scan_dataset
 from draftgen.spec import Budget
 
-from .gen_run import (Run, check_consistent, expected_ids, generate_args, prompt_rows, write_job,
-                      write_jsonl)
+from .gen_run import (
+    Run,
+    check_consistent,
+    expected_ids,
+    generate_args,
+    prompt_rows,
+    write_job,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.sglang
 
 
 def _mount_tmpfs(path: Path, size: str) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",
-                           str(path)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); "
-                    "tests/generator/test_resume_e2e.py covers a full disk with RLIMIT_FSIZE")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({done.stderr.strip()}); "
+            "tests/generator/test_resume_e2e.py covers a full disk with RLIMIT_FSIZE"
+        )
 
 
 @pytest.fixture
@@ -42,13 +54,18 @@ def small_volume(tmp_path):
     subprocess.run(["umount", "-l", str(vol)], check=False)
 
 
-def test_full_volume_stops_cleanly_and_resumes_when_space_returns(tmp_path, tiny_kimi,
-                                                                 sglang_server, small_volume):
+def test_full_volume_stops_cleanly_and_resumes_when_space_returns(
+    tmp_path, tiny_kimi, sglang_server, small_volume
+):
     rows = prompt_rows(30, "a")
     rows += ['{"id": "broken", "prompt": ']  # a reject too: rejects.jsonl shares the volume
     write_jsonl(tmp_path / "all.jsonl", rows)
-    job = write_job(tmp_path, tiny_kimi, [{"name": "all", "source": "all.jsonl", "format": "prompt"}],
-                    sampling={"maxNewTokens": 6})
+    job = write_job(
+        tmp_path,
+        tiny_kimi,
+        [{"name": "all", "source": "all.jsonl", "format": "prompt"}],
+        sampling={"maxNewTokens": 6},
+    )
     out = small_volume / "run"
     args = generate_args(job, sglang_server.url, out)
 
@@ -75,6 +92,10 @@ def test_full_volume_stops_cleanly_and_resumes_when_space_returns(tmp_path, tiny
     assert code == 0, log[-3000:]
     recs = check_consistent(out, ["all"])["all"]
     assert {r["id"] for r in recs} == set(expected_ids(job, "all"))
-    reasons = [r["reason"] for r in json.loads("[" + ",".join(
-        (out / "all" / "rejects.jsonl").read_text().splitlines()) + "]")]
+    reasons = [
+        r["reason"]
+        for r in json.loads(
+            "[" + ",".join((out / "all" / "rejects.jsonl").read_text().splitlines()) + "]"
+        )
+    ]
     assert reasons == ["malformed_json"]

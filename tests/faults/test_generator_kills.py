@@ -17,8 +17,16 @@ import time
 
 import pytest
 
-from .gen_run import (Run, check_consistent, expected_ids, generate_args, prompt_rows, record_count,
-                      write_job, write_jsonl)
+from .gen_run import (
+    Run,
+    check_consistent,
+    expected_ids,
+    generate_args,
+    prompt_rows,
+    record_count,
+    write_job,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.sglang
 
@@ -32,17 +40,33 @@ def _job(directory, tiny_kimi):
     write_jsonl(directory / "all.jsonl", prompt_rows(36, "a"))
     write_jsonl(directory / "first.jsonl", prompt_rows(20, "f"))
     write_jsonl(directory / "tokens.jsonl", prompt_rows(30, "t"))
-    return write_job(directory, tiny_kimi, [
-        {"name": "all", "source": "all.jsonl", "format": "prompt"},
-        {"name": "first", "source": "first.jsonl", "format": "prompt",
-         "budget": {"maxSamples": FIRST_N}},
-        {"name": "tokens", "source": "tokens.jsonl", "format": "prompt",
-         "budget": {"completionTokens": TOKEN_BUDGET}},
-    ], sampling={"temperature": 1.0, "maxNewTokens": MAX_NEW, "seed": 5},
+    return write_job(
+        directory,
+        tiny_kimi,
+        [
+            {"name": "all", "source": "all.jsonl", "format": "prompt"},
+            {
+                "name": "first",
+                "source": "first.jsonl",
+                "format": "prompt",
+                "budget": {"maxSamples": FIRST_N},
+            },
+            {
+                "name": "tokens",
+                "source": "tokens.jsonl",
+                "format": "prompt",
+                "budget": {"completionTokens": TOKEN_BUDGET},
+            },
+        ],
+        sampling={"temperature": 1.0, "maxNewTokens": MAX_NEW, "seed": 5},
         # Two requests at a time: records land one by one, so kills fall between any two of them
         # (with a wide window, a whole batch lands at once and the job ends too soon).
-        generator={"tokenizerWorkers": 1, "retries": 3,
-                   "concurrency": {"mode": "fixed", "maxRequests": 2}})
+        generator={
+            "tokenizerWorkers": 1,
+            "retries": 3,
+            "concurrency": {"mode": "fixed", "maxRequests": 2},
+        },
+    )
 
 
 def test_twenty_sigkills_then_the_same_output(tmp_path, tiny_kimi, sglang_server):
@@ -76,6 +100,7 @@ def test_twenty_sigkills_then_the_same_output(tmp_path, tiny_kimi, sglang_server
                 if not reached and record_count(out) >= target:
                     reached.append(time.monotonic())
                 return bool(reached) and time.monotonic() - reached[0] >= jitter
+
         if not run.kill_when(ready):
             break  # the job finished before this moment came: nothing left to interrupt
         kills += 1

@@ -14,7 +14,6 @@ from prometheus_client import generate_latest
 from draftgen.generator.run import Runner, Settings
 from draftgen.generator.samples import Sample
 from draftgen.spec import parse_job
-
 from tests.jobs import job_document
 
 from .misbehaving import Misbehaving
@@ -23,11 +22,15 @@ SAMPLES = 3
 
 
 def _job(retries: int, timeout: float):
-    return parse_job(job_document(
-        "faulty", model={"weights": "/nonexistent/model"},
-        sampling={"maxNewTokens": 8, "temperature": 0.0},
-        generator={"retries": retries, "requestTimeoutSeconds": timeout},
-        datasets=[{"name": "d", "source": "unused.jsonl", "format": "prompt"}]))
+    return parse_job(
+        job_document(
+            "faulty",
+            model={"weights": "/nonexistent/model"},
+            sampling={"maxNewTokens": 8, "temperature": 0.0},
+            generator={"retries": retries, "requestTimeoutSeconds": timeout},
+            datasets=[{"name": "d", "source": "unused.jsonl", "format": "prompt"}],
+        )
+    )
 
 
 def _source(dataset, skip, max_prompt):
@@ -37,9 +40,18 @@ def _source(dataset, skip, max_prompt):
 
 
 def _run(url: str, out: Path, retries: int, timeout: float = 30.0) -> Runner:
-    runner = Runner(_job(retries, timeout), Settings(servers=[url], output=out, live_progress=False,
-                                                     backoff_base=0.01, health_timeout=10,
-                                                     manifest_interval=0.2), _source)
+    runner = Runner(
+        _job(retries, timeout),
+        Settings(
+            servers=[url],
+            output=out,
+            live_progress=False,
+            backoff_base=0.01,
+            health_timeout=10,
+            manifest_interval=0.2,
+        ),
+        _source,
+    )
     asyncio.run(asyncio.wait_for(runner.run(), 120))
     return runner
 
@@ -82,12 +94,15 @@ def test_each_sample_is_rejected_with_its_reason_and_the_job_finishes(mode, tmp_
     if mode == "stall":  # a timed-out request is aborted on the server, not left running
         assert set(server.aborts) >= {rid for rids in by_prompt.values() for rid in rids}
     # Nothing was written as a sample; the job ended with its dataset exhausted.
-    assert not list((tmp_path / "d").glob("shard-*.jsonl")) or \
-        all(not p.read_text() for p in (tmp_path / "d").glob("shard-*.jsonl"))
+    assert not list((tmp_path / "d").glob("shard-*.jsonl")) or all(
+        not p.read_text() for p in (tmp_path / "d").glob("shard-*.jsonl")
+    )
     manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
     assert manifest["samples"] == 0 and manifest["rejects"] == SAMPLES and manifest["done"]
     metrics = generate_latest(runner.metrics.registry).decode()
-    assert f'draftgen_rejects_total{{dataset="d",reason="request_failed"}} {float(SAMPLES)}' in metrics
+    assert (
+        f'draftgen_rejects_total{{dataset="d",reason="request_failed"}} {float(SAMPLES)}' in metrics
+    )
 
 
 def test_request_failed_rejects_are_retried_on_resume(tmp_path):

@@ -8,8 +8,15 @@ from typing import Any
 
 import pytest
 
-from tests.operator.harness import (APPS, BATCH, CORE, Cluster, example_job, running_operator,
-                                    wait_for)
+from tests.operator.harness import (
+    APPS,
+    BATCH,
+    CORE,
+    Cluster,
+    example_job,
+    running_operator,
+    wait_for,
+)
 
 from .flaky_cluster import OPERATOR_AGENTS, FlakyEmulatorThread
 
@@ -17,8 +24,11 @@ CHILDREN = {"deployments": APPS, "services": CORE, "configmaps": CORE, "jobs": B
 
 
 def _operator_writes(cluster: Cluster) -> int:
-    return sum(1 for r in cluster.emu.requests()
-               if r["agent"].startswith(OPERATOR_AGENTS) and r["method"] in ("POST", "PATCH", "DELETE"))
+    return sum(
+        1
+        for r in cluster.emu.requests()
+        if r["agent"].startswith(OPERATOR_AGENTS) and r["method"] in ("POST", "PATCH", "DELETE")
+    )
 
 
 def _world(cluster: Cluster, scenario: str) -> None:
@@ -27,22 +37,40 @@ def _world(cluster: Cluster, scenario: str) -> None:
     if dep is None:
         return
     if scenario == "crash-loop":
-        cluster.put_pod("kimi-server-0-abc12",
-                        {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
-                        {"phase": "Running", "containerStatuses": [{
-                            "name": "sglang", "ready": False, "restartCount": 4,
-                            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                            "lastState": {"terminated": {
-                                "reason": "Error", "exitCode": 1,
-                                "message": "torch.OutOfMemoryError: CUDA out of memory."}}}]})
+        cluster.put_pod(
+            "kimi-server-0-abc12",
+            {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
+            {
+                "phase": "Running",
+                "containerStatuses": [
+                    {
+                        "name": "sglang",
+                        "ready": False,
+                        "restartCount": 4,
+                        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                        "lastState": {
+                            "terminated": {
+                                "reason": "Error",
+                                "exitCode": 1,
+                                "message": "torch.OutOfMemoryError: CUDA out of memory.",
+                            }
+                        },
+                    }
+                ],
+            },
+        )
         return
-    if (dep.get("spec") or {}).get("replicas") == 1 and \
-            not (dep.get("status") or {}).get("readyReplicas"):
+    if (dep.get("spec") or {}).get("replicas") == 1 and not (dep.get("status") or {}).get(
+        "readyReplicas"
+    ):
         cluster.server_ready("kimi")
     job = cluster.batch_job("kimi-generator")
     if job is not None and not (job.get("status") or {}).get("conditions"):
-        cluster.finish_generator("kimi", succeeded=scenario == "succeeds",
-                                 message="Job has reached the specified backoff limit")
+        cluster.finish_generator(
+            "kimi",
+            succeeded=scenario == "succeeds",
+            message="Job has reached the specified backoff limit",
+        )
 
 
 def _settled(cluster: Cluster, scenario: str) -> bool:
@@ -59,8 +87,10 @@ def _final_state(cluster: Cluster) -> dict[str, Any]:
         "phase": status.get("phase"),
         "conditions": sorted((c["type"], c["status"], c["reason"]) for c in status["conditions"]),
         "message": status.get("message"),
-        "children": {plural: sorted(o["metadata"]["name"] for o in cluster.emu.list(api, plural, cluster.ns))
-                     for plural, api in CHILDREN.items()},
+        "children": {
+            plural: sorted(o["metadata"]["name"] for o in cluster.emu.list(api, plural, cluster.ns))
+            for plural, api in CHILDREN.items()
+        },
         "created": {plural: cluster.emu.creates(plural) for plural in CHILDREN},
     }
 
@@ -77,8 +107,11 @@ def _undisturbed(tmp_path, scenario: str) -> dict[str, Any]:
         cluster = Cluster(emu, "drafters")
         with running_operator():
             cluster.apply(_job())
-            wait_for(lambda: (_world(cluster, scenario), _settled(cluster, scenario))[1],
-                     "the undisturbed job to settle", timeout=60)
+            wait_for(
+                lambda: (_world(cluster, scenario), _settled(cluster, scenario))[1],
+                "the undisturbed job to settle",
+                timeout=60,
+            )
         return _final_state(cluster)
     finally:
         emu.stop()
@@ -98,12 +131,17 @@ def test_restarts_between_steps_and_api_errors_reach_the_same_end(tmp_path, scen
         cluster.apply(_job())
         restarts = 0
         while not _settled(cluster, scenario):
-            assert restarts < 40, f"no end after {restarts} operator restarts: {cluster.status('kimi')}"
+            assert restarts < 40, (
+                f"no end after {restarts} operator restarts: {cluster.status('kimi')}"
+            )
             before = _operator_writes(cluster)
             # One reconcile step: the operator runs until it has written something, then stops.
             with running_operator():
-                wait_for(lambda: _operator_writes(cluster) > before or _settled(cluster, scenario),
-                         "an operator write", timeout=60)
+                wait_for(
+                    lambda: _operator_writes(cluster) > before or _settled(cluster, scenario),
+                    "an operator write",
+                    timeout=60,
+                )
             restarts += 1
             _world(cluster, scenario)
         # A last undisturbed look: nothing more to do, nothing changes.
@@ -119,7 +157,9 @@ def test_restarts_between_steps_and_api_errors_reach_the_same_end(tmp_path, scen
     # kopf's timing decides which requests meet the injected errors: that some did is certain
     # (dozens of requests at 20%); the deterministic mix is asserted in test_reconcile_steps.py.
     assert injected, "no API error was injected"
-    assert {**got, "conditions": [c for c in got["conditions"] if c[0] != "ServerReady"]} == \
-        {**expected, "conditions": [c for c in expected["conditions"] if c[0] != "ServerReady"]}
+    assert {**got, "conditions": [c for c in got["conditions"] if c[0] != "ServerReady"]} == {
+        **expected,
+        "conditions": [c for c in expected["conditions"] if c[0] != "ServerReady"],
+    }
     for plural, names in got["created"].items():
         assert len(names) == len(set(names)), f"{plural} created twice: {names}"

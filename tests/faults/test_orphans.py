@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from .gen_run import prompt_rows, write_job, write_jsonl
 from .misbehaving import Misbehaving
@@ -28,23 +29,44 @@ def _alive(pid: int) -> bool:
 
 def test_tokenizer_workers_exit_when_the_generator_is_killed(tmp_path, kimi_like_tokenizer):
     write_jsonl(tmp_path / "p.jsonl", prompt_rows(4))
-    job = write_job(tmp_path, kimi_like_tokenizer,
-                    [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
-                    generator={"tokenizerWorkers": 2}, model_extra={"specialTokens": ["<think>"]})
+    job = write_job(
+        tmp_path,
+        kimi_like_tokenizer,
+        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        generator={"tokenizerWorkers": 2},
+        model_extra={"specialTokens": ["<think>"]},
+    )
     with Misbehaving("stall") as server:  # requests hang: the generator stays up, workers idle
         with open(tmp_path / "log", "w") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "generate", "--job",
-                                     str(job), "--server", server.url, "--output",
-                                     str(tmp_path / "out"), "--progress", "log"],
-                                    stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "draftgen.cli",
+                    "generate",
+                    "--job",
+                    str(job),
+                    "--server",
+                    server.url,
+                    "--output",
+                    str(tmp_path / "out"),
+                    "--progress",
+                    "log",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         try:
             deadline = time.monotonic() + 120
             while not server.generate_calls:  # the pool rendered the prompts
                 assert proc.poll() is None, (tmp_path / "log").read_text()[-3000:]
                 assert time.monotonic() < deadline, "no request came"
                 time.sleep(0.1)
-            workers = [c for c in _children(proc.pid)
-                       if "spawn_main" in open(f"/proc/{c}/cmdline").read()]
+            workers = [
+                c
+                for c in _children(proc.pid)
+                if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()
+            ]
             assert workers, "no tokenizer worker process found"
             proc.send_signal(signal.SIGKILL)
             proc.wait()

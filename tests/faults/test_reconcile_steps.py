@@ -13,8 +13,7 @@ import pytest
 from draftgen.controller.kube import Kube, KubeError
 from draftgen.controller.reconcile import JobRef, Reconciler
 from draftgen.controller.settings import OperatorSettings
-
-from tests.operator.harness import Cluster, example_job
+from tests.operator.harness import Cluster
 
 from .flaky_cluster import FlakyEmulatorThread
 from .test_operator_faults import _final_state, _job, _settled, _world
@@ -51,8 +50,9 @@ def one_step(reconciler: Reconciler, namespace: str, name: str) -> None:
     outcome = reconciler.reconcile(ref)
     patch = _status_patch(ref.old_status, outcome.status)
     if patch:
-        reconciler.kube.patch("GenerationJob", namespace, name, {"status": patch},
-                              subresource="status")
+        reconciler.kube.patch(
+            "GenerationJob", namespace, name, {"status": patch}, subresource="status"
+        )
 
 
 def _without_server_ready(state: dict) -> dict:

@@ -17,7 +17,6 @@ from draftgen.controller import rbac
 from draftgen.controller.render import render_all
 from draftgen.controller.settings import OperatorSettings
 from draftgen.spec import SpecError, load_job, parse_job
-
 from tests.chart.rendering import render as render_chart
 from tests.operator.harness import Cluster, example_job, free_port, running_operator, wait_for
 
@@ -30,6 +29,7 @@ WORKLOADS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "Pod")
 
 
 # ---- rendered pods ---------------------------------------------------------------------------
+
 
 def _job_variants() -> list[dict]:
     base = yaml.safe_load((REPO / "examples" / "kimi-k2.5.yaml").read_text())
@@ -62,8 +62,16 @@ def _pod_spec(obj: dict) -> dict:
 
 
 # SGLang writes caches and temp files: each must point into a writable mount, nowhere else.
-PATH_VARS = ("HOME", "TMPDIR", "XDG_CACHE_HOME", "HF_HOME", "TRITON_CACHE_DIR",
-             "TORCHINDUCTOR_CACHE_DIR", "HF_HUB_CACHE", "TRANSFORMERS_CACHE")
+PATH_VARS = (
+    "HOME",
+    "TMPDIR",
+    "XDG_CACHE_HOME",
+    "HF_HOME",
+    "TRITON_CACHE_DIR",
+    "TORCHINDUCTOR_CACHE_DIR",
+    "HF_HUB_CACHE",
+    "TRANSFORMERS_CACHE",
+)
 
 
 def test_every_pod_runs_unprivileged_with_a_read_only_root():
@@ -72,7 +80,9 @@ def test_every_pod_runs_unprivileged_with_a_read_only_root():
     assert kinds == {"operator", "chart"} and len(workloads) >= 10
     for name, obj in workloads:
         pod = _pod_spec(obj)
-        assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC"), name
+        assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC"), (
+            name
+        )
         assert not any("hostPath" in v for v in pod.get("volumes") or []), name
         pod_sc = pod.get("securityContext") or {}
         assert (pod_sc.get("seccompProfile") or {}).get("type") == "RuntimeDefault", name
@@ -90,9 +100,13 @@ def test_every_pod_runs_unprivileged_with_a_read_only_root():
             writable = [m["mountPath"] for m in c.get("volumeMounts", []) if not m.get("readOnly")]
             for env in c.get("env", []):
                 if env["name"] in PATH_VARS:
-                    assert any(env["value"] == w or env["value"].startswith(w.rstrip("/") + "/")
-                               for w in writable), f"{where}: {env['name']}={env['value']} is " \
-                                                   f"not on a writable mount {writable}"
+                    assert any(
+                        env["value"] == w or env["value"].startswith(w.rstrip("/") + "/")
+                        for w in writable
+                    ), (
+                        f"{where}: {env['name']}={env['value']} is "
+                        f"not on a writable mount {writable}"
+                    )
 
 
 def test_workload_pods_get_no_api_credentials():
@@ -111,6 +125,7 @@ def test_generator_writes_only_to_the_output_volume_and_tmp():
 
 
 # ---- the Hugging Face token --------------------------------------------------------------------
+
 
 def test_the_token_is_only_a_secret_reference_in_what_the_operator_renders():
     job = _job_variants()[2]
@@ -138,8 +153,16 @@ def _everything_in_the_emulator(emu) -> str:
         for (resource, _, _), obj in list(emu.emulator.objects.items()):
             if resource.plural == "secrets":
                 continue
-            out += [json.dumps(getattr(v, "raw", v), default=lambda o: dict(o) if hasattr(o, "keys") else str(o)) for v in obj.history if v is not None]
+            out += [
+                json.dumps(
+                    getattr(v, "raw", v),
+                    default=lambda o: dict(o) if hasattr(o, "keys") else str(o),
+                )
+                for v in obj.history
+                if v is not None
+            ]
         return "\n".join(out)
+
     return emu.call(dump)
 
 
@@ -151,9 +174,15 @@ def test_the_token_never_reaches_status_configmaps_events_or_logs(tmp_path):
     emu = FlakyEmulatorThread(tmp_path / "e", fail_rate=0.0, seed=0).start()
     try:
         cluster = Cluster(emu, "drafters")
-        emu.http.post("/api/v1/namespaces/drafters/secrets", json={
-            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf", "namespace": "drafters"},
-            "stringData": {"token": TOKEN}}).raise_for_status()
+        emu.http.post(
+            "/api/v1/namespaces/drafters/secrets",
+            json={
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "hf", "namespace": "drafters"},
+                "stringData": {"token": TOKEN},
+            },
+        ).raise_for_status()
         job = example_job("drafters")
         job["spec"]["model"]["hfTokenSecret"] = {"name": "hf", "key": "token"}
         job["spec"]["datasets"] = job["spec"]["datasets"][:1]
@@ -168,8 +197,11 @@ def test_the_token_never_reaches_status_configmaps_events_or_logs(tmp_path):
         assert "secretKeyRef" in stored  # the reference travelled; the value did not
         assert TOKEN not in stored
         assert TOKEN not in runner.output
-        secret_reads = [r for r in emu.requests() if r["plural"] == "secrets"
-                        and r["agent"].startswith(OPERATOR_AGENTS)]
+        secret_reads = [
+            r
+            for r in emu.requests()
+            if r["plural"] == "secrets" and r["agent"].startswith(OPERATOR_AGENTS)
+        ]
         assert secret_reads == []  # the operator never even reads Secrets
     finally:
         emu.stop()
@@ -177,34 +209,56 @@ def test_the_token_never_reaches_status_configmaps_events_or_logs(tmp_path):
 
 # ---- RBAC: exactly what the operator uses ----------------------------------------------------
 
-VERBS = {"list": "list", "watch": "watch", "fetch": "get", "create": "create",
-         "update": "patch", "delete": "delete"}
+VERBS = {
+    "list": "list",
+    "watch": "watch",
+    "fetch": "get",
+    "create": "create",
+    "update": "patch",
+    "delete": "delete",
+}
 
 # Granted but not exercised against the emulator, each for a stated reason.
 NOT_EXERCISED = {
     # kopf's peering between operator replicas: the tests run kopf --standalone.
-    ("kopf.dev", "clusterkopfpeerings", "get"), ("kopf.dev", "clusterkopfpeerings", "list"),
-    ("kopf.dev", "clusterkopfpeerings", "watch"), ("kopf.dev", "clusterkopfpeerings", "patch"),
-    ("kopf.dev", "kopfpeerings", "get"), ("kopf.dev", "kopfpeerings", "list"),
-    ("kopf.dev", "kopfpeerings", "watch"), ("kopf.dev", "kopfpeerings", "patch"),
-    ("zalando.org", "clusterkopfpeerings", "get"), ("zalando.org", "clusterkopfpeerings", "list"),
-    ("zalando.org", "clusterkopfpeerings", "watch"), ("zalando.org", "clusterkopfpeerings", "patch"),
-    ("zalando.org", "kopfpeerings", "get"), ("zalando.org", "kopfpeerings", "list"),
-    ("zalando.org", "kopfpeerings", "watch"), ("zalando.org", "kopfpeerings", "patch"),
+    ("kopf.dev", "clusterkopfpeerings", "get"),
+    ("kopf.dev", "clusterkopfpeerings", "list"),
+    ("kopf.dev", "clusterkopfpeerings", "watch"),
+    ("kopf.dev", "clusterkopfpeerings", "patch"),
+    ("kopf.dev", "kopfpeerings", "get"),
+    ("kopf.dev", "kopfpeerings", "list"),
+    ("kopf.dev", "kopfpeerings", "watch"),
+    ("kopf.dev", "kopfpeerings", "patch"),
+    ("zalando.org", "clusterkopfpeerings", "get"),
+    ("zalando.org", "clusterkopfpeerings", "list"),
+    ("zalando.org", "clusterkopfpeerings", "watch"),
+    ("zalando.org", "clusterkopfpeerings", "patch"),
+    ("zalando.org", "kopfpeerings", "get"),
+    ("zalando.org", "kopfpeerings", "list"),
+    ("zalando.org", "kopfpeerings", "watch"),
+    ("zalando.org", "kopfpeerings", "patch"),
     # The emulator serves no PUT: kopf's and the operator's writes are all PATCH here; a real API
     # server may see kopf fall back to update.
-    ("draftgen.io", "generationjobs", "update"), ("draftgen.io", "generationjobs/status", "update"),
+    ("draftgen.io", "generationjobs", "update"),
+    ("draftgen.io", "generationjobs/status", "update"),
     # kopf scans namespaces only for glob patterns (watchNamespaces: [team-*]); the tests watch
     # all namespaces.
-    ("", "namespaces", "list"), ("", "namespaces", "watch"),
+    ("", "namespaces", "list"),
+    ("", "namespaces", "watch"),
     # kopf posts events only for handler failures at WARNING and above.
-    ("", "events", "create"), ("events.k8s.io", "events", "create"),
+    ("", "events", "create"),
+    ("events.k8s.io", "events", "create"),
 }
 
 
 def _triples(rules) -> set[tuple[str, str, str]]:
-    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]
-            for v in rule["verbs"]}
+    return {
+        (g, r, v)
+        for rule in rules
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
 
 
 def test_rbac_grants_exactly_what_a_full_lifecycle_uses(tmp_path):
@@ -227,8 +281,10 @@ def test_rbac_grants_exactly_what_a_full_lifecycle_uses(tmp_path):
             ds = cluster.job("kimi")["spec"]["datasets"]
             ds[0]["budget"] = {"completionTokens": 123_456}
             cluster.edit_spec("kimi", {"datasets": ds})
-            wait_for(lambda: "123456" in cluster.configmap("kimi-generator")["data"]["job.yaml"],
-                     "the new job document")
+            wait_for(
+                lambda: "123456" in cluster.configmap("kimi-generator")["data"]["job.yaml"],
+                "the new job document",
+            )
             cluster.edit_spec("kimi", {"suspend": True})
             cluster.wait_phase("kimi", "Suspended")
             cluster.edit_spec("kimi", {"suspend": False})
@@ -244,8 +300,13 @@ def test_rbac_grants_exactly_what_a_full_lifecycle_uses(tmp_path):
             used.add((r["group"], resource, VERBS[r["action"]]))
     finally:
         emu.stop()
-    granted = _triples(r for kind in ("ClusterRole", "Role") for role in render_chart()
-                       if role["kind"] == kind for r in role["rules"])
+    granted = _triples(
+        r
+        for kind in ("ClusterRole", "Role")
+        for role in render_chart()
+        if role["kind"] == kind
+        for r in role["rules"]
+    )
     assert granted == _triples(rbac.RULES)
     assert used <= granted, f"used but not granted: {used - granted}"
     unused = granted - used - NOT_EXERCISED
@@ -253,6 +314,7 @@ def test_rbac_grants_exactly_what_a_full_lifecycle_uses(tmp_path):
 
 
 # ---- documents parsed safely -----------------------------------------------------------------
+
 
 def test_yaml_tags_that_run_code_are_refused(tmp_path):
     canary = tmp_path / "pwned"
@@ -268,8 +330,10 @@ spec: !!python/object/apply:os.system ["touch {canary}"]
     assert not canary.exists()
 
 
-UNSAFE = re.compile(r"yaml\.(load|unsafe_load|full_load|load_all)\(|\beval\(|\bexec\(|"
-                    r"pickle\.loads?\(|marshal\.loads?\(|shell=True")
+UNSAFE = re.compile(
+    r"yaml\.(load|unsafe_load|full_load|load_all)\(|\beval\(|\bexec\(|"
+    r"pickle\.loads?\(|marshal\.loads?\(|shell=True"
+)
 
 
 def test_no_unsafe_parsing_in_the_code():
@@ -285,12 +349,22 @@ def test_no_unsafe_parsing_in_the_code():
 
 # ---- paths stay on their volumes -------------------------------------------------------------
 
-@pytest.mark.parametrize("field, value", [
-    ("source", "../secrets.jsonl"), ("source", "data/../../etc/passwd"),
-    ("source", "file://../x.jsonl"), ("source", "s3://bucket/x.jsonl"),
-    ("source", "https://example.com/x.jsonl"), ("path", "/etc"), ("path", "../elsewhere"),
-    ("path", "runs/../../x"), ("name", "../up"), ("name", "a/b"),
-])
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("source", "../secrets.jsonl"),
+        ("source", "data/../../etc/passwd"),
+        ("source", "file://../x.jsonl"),
+        ("source", "s3://bucket/x.jsonl"),
+        ("source", "https://example.com/x.jsonl"),
+        ("path", "/etc"),
+        ("path", "../elsewhere"),
+        ("path", "runs/../../x"),
+        ("name", "../up"),
+        ("name", "a/b"),
+    ],
+)
 def test_paths_that_leave_their_volume_are_refused(field, value):
     job = copy.deepcopy(_job_variants()[0])
     if field == "path":
@@ -305,8 +379,11 @@ def test_paths_that_leave_their_volume_are_refused(field, value):
 def _confinement_job(tmp_path: Path, source: str) -> Path:
     from .gen_run import write_job
 
-    return write_job(tmp_path / "jobdir", tmp_path / "no-model", [
-        {"name": "d", "source": source, "format": "prompt"}])
+    return write_job(
+        tmp_path / "jobdir",
+        tmp_path / "no-model",
+        [{"name": "d", "source": source, "format": "prompt"}],
+    )
 
 
 @pytest.mark.parametrize("how", ["absolute", "symlink", "symlinked-dir"])
@@ -320,17 +397,37 @@ def test_sources_may_not_leave_the_inputs_volume_at_run_time(tmp_path, how):
     secret.mkdir()
     (secret / "private.jsonl").write_text('{"prompt": "the container\'s own files"}\n')
     (tmp_path / "jobdir").mkdir()
-    source = {"absolute": str(secret / "private.jsonl"), "symlink": "link.jsonl",
-              "symlinked-dir": "linked"}[how]
+    source = {
+        "absolute": str(secret / "private.jsonl"),
+        "symlink": "link.jsonl",
+        "symlinked-dir": "linked",
+    }[how]
     if how == "symlink":
         (inputs / "link.jsonl").symlink_to(secret / "private.jsonl")
     if how == "symlinked-dir":
         (inputs / "linked").symlink_to(secret, target_is_directory=True)
     job = _confinement_job(tmp_path, source)
-    done = subprocess.run([sys.executable, "-m", "draftgen.cli", "generate", "--job", str(job),
-                           "--server", "http://127.0.0.1:9", "--inputs", str(inputs),
-                           "--output", str(tmp_path / "out"), "--progress", "log"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "draftgen.cli",
+            "generate",
+            "--job",
+            str(job),
+            "--server",
+            "http://127.0.0.1:9",
+            "--inputs",
+            str(inputs),
+            "--output",
+            str(tmp_path / "out"),
+            "--progress",
+            "log",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr[-2000:]
     assert "spec.datasets[d].source" in done.stderr and "outside the inputs volume" in done.stderr
     assert not (tmp_path / "out" / "d").exists()

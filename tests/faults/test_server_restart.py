@@ -12,8 +12,16 @@ import time
 import httpx
 import pytest
 
-from .gen_run import (Run, check_consistent, expected_ids, generate_args, prompt_rows, record_count,
-                      write_job, write_jsonl)
+from .gen_run import (
+    Run,
+    check_consistent,
+    expected_ids,
+    generate_args,
+    prompt_rows,
+    record_count,
+    write_job,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.sglang
 
@@ -24,11 +32,18 @@ def test_server_killed_mid_job_and_restarted_on_the_same_port(tmp_path, tiny_kim
     if not (hasattr(sglang_server, "kill") and hasattr(sglang_server, "restart")):
         pytest.skip("needs a server this test may kill (not DRAFTGEN_TEST_SGLANG_URL)")
     write_jsonl(tmp_path / "p.jsonl", prompt_rows(32, "s"))
-    job = write_job(tmp_path, tiny_kimi, [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
-                    sampling={"temperature": 0.0, "maxNewTokens": MAX_NEW},
-                    # Four at a time: records land a few at a time, requests are always in flight.
-                    generator={"retries": 3, "tokenizerWorkers": 1,
-                               "concurrency": {"mode": "fixed", "maxRequests": 4}})
+    job = write_job(
+        tmp_path,
+        tiny_kimi,
+        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        sampling={"temperature": 0.0, "maxNewTokens": MAX_NEW},
+        # Four at a time: records land a few at a time, requests are always in flight.
+        generator={
+            "retries": 3,
+            "tokenizerWorkers": 1,
+            "concurrency": {"mode": "fixed", "maxRequests": 4},
+        },
+    )
     out = tmp_path / "out"
     url = sglang_server.url
     run = Run(generate_args(job, url, out), tmp_path)
@@ -59,9 +74,17 @@ def test_server_killed_mid_job_and_restarted_on_the_same_port(tmp_path, tiny_kim
     assert retried, "no request was in flight when the server died"
     with httpx.Client(base_url=url, timeout=300) as http:
         for rec in recs:
-            direct = http.post("/generate", json={
-                "input_ids": rec["input_ids"],
-                "sampling_params": {"temperature": 0.0, "max_new_tokens": MAX_NEW,
-                                    "skip_special_tokens": False, "no_stop_trim": True}}).json()
+            direct = http.post(
+                "/generate",
+                json={
+                    "input_ids": rec["input_ids"],
+                    "sampling_params": {
+                        "temperature": 0.0,
+                        "max_new_tokens": MAX_NEW,
+                        "skip_special_tokens": False,
+                        "no_stop_trim": True,
+                    },
+                },
+            ).json()
             assert rec["output_ids"] == direct["output_ids"], rec["id"]
             assert rec["finish_reason"] == direct["meta_info"]["finish_reason"]["type"]

@@ -13,14 +13,29 @@ from typing import Any
 
 from tests.jobs import job_document, write_job_yaml
 
-KIMI_SPECIAL_TOKENS = ["<think>", "</think>", "<|im_end|>", "<|tool_calls_section_begin|>",
-                       "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"]
+KIMI_SPECIAL_TOKENS = [
+    "<think>",
+    "</think>",
+    "<|im_end|>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+]
 THINK = 163606
 
-WEATHER_TOOL = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
 
 
 def write_jsonl(path: Path, rows: list[Any]) -> Path:
@@ -34,20 +49,39 @@ def write_jsonl(path: Path, rows: list[Any]) -> Path:
 
 def prompt_rows(n: int, prefix: str = "q") -> list[dict]:
     topics = ["rain", "TCP", "Kubernetes", "photosynthesis", "prime numbers", "Lagos", "tea"]
-    return [{"id": f"{prefix}{i:03d}", "prompt": f"Tell me about {topics[i % len(topics)]}, part {i}."}
-            for i in range(n)]
+    return [
+        {"id": f"{prefix}{i:03d}", "prompt": f"Tell me about {topics[i % len(topics)]}, part {i}."}
+        for i in range(n)
+    ]
 
 
-def write_job(directory: Path, model: Path, datasets: list[dict], *, sampling: dict | None = None,
-              generator: dict | None = None, model_extra: dict | None = None) -> Path:
-    spec_model = {"weights": str(model), "chatTemplateKwargs": {"thinking": True},
-                  "specialTokens": KIMI_SPECIAL_TOKENS, "generationPrefix": "<think>"}
+def write_job(
+    directory: Path,
+    model: Path,
+    datasets: list[dict],
+    *,
+    sampling: dict | None = None,
+    generator: dict | None = None,
+    model_extra: dict | None = None,
+) -> Path:
+    spec_model = {
+        "weights": str(model),
+        "chatTemplateKwargs": {"thinking": True},
+        "specialTokens": KIMI_SPECIAL_TOKENS,
+        "generationPrefix": "<think>",
+    }
     spec_model.update(model_extra or {})
-    return write_job_yaml(directory / "job.yaml", job_document(
-        "test", model=spec_model, server={"tensorParallelSize": 1},
-        sampling={"temperature": 0.0, "maxNewTokens": 12, **(sampling or {})},
-        generator={"tokenizerWorkers": 1, "retries": 2, **(generator or {})},
-        datasets=datasets))
+    return write_job_yaml(
+        directory / "job.yaml",
+        job_document(
+            "test",
+            model=spec_model,
+            server={"tensorParallelSize": 1},
+            sampling={"temperature": 0.0, "maxNewTokens": 12, **(sampling or {})},
+            generator={"tokenizerWorkers": 1, "retries": 2, **(generator or {})},
+            datasets=datasets,
+        ),
+    )
 
 
 def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
@@ -59,12 +93,23 @@ def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
     job = load_job(job_path)
     base = job_path.parent
     with open_tokenizer(job, base, workers=0) as ctx:
-        def source(ds, skip, max_prompt):
-            return iter_samples(job, ds, base_dir=base, tokenizer_ctx=ctx, skip_ids=skip,
-                                max_prompt_tokens=max_prompt)
 
-        runner = Runner(job, Settings(servers=[url], output=output, live_progress=False,
-                                      **settings), source, ctx.tokenizer)
+        def source(ds, skip, max_prompt):
+            return iter_samples(
+                job,
+                ds,
+                base_dir=base,
+                tokenizer_ctx=ctx,
+                skip_ids=skip,
+                max_prompt_tokens=max_prompt,
+            )
+
+        runner = Runner(
+            job,
+            Settings(servers=[url], output=output, live_progress=False, **settings),
+            source,
+            ctx.tokenizer,
+        )
         asyncio.run(runner.run())
     return runner
 
@@ -77,9 +122,13 @@ def expected_ids(job_path: Path, dataset: str) -> list[str]:
 
     job = load_job(job_path)
     with open_tokenizer(job, job_path.parent, workers=0) as ctx:
-        return [s.id for s in iter_samples(job, job.spec.dataset(dataset),
-                                           base_dir=job_path.parent, tokenizer_ctx=ctx)
-                if isinstance(s, Sample)]
+        return [
+            s.id
+            for s in iter_samples(
+                job, job.spec.dataset(dataset), base_dir=job_path.parent, tokenizer_ctx=ctx
+            )
+            if isinstance(s, Sample)
+        ]
 
 
 def records(directory: Path) -> list[dict]:
@@ -91,11 +140,17 @@ def records(directory: Path) -> list[dict]:
 
 def rejects(directory: Path) -> list[dict]:
     path = directory / "rejects.jsonl"
-    return [json.loads(l) for l in path.read_text().splitlines()] if path.exists() else []
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def cli(*args: str, **kwargs: Any) -> subprocess.Popen:
     """`draftgen ...` as a subprocess of this test's venv."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "draftgen.cli", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "draftgen.cli", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kwargs,
+    )

@@ -6,9 +6,15 @@ from __future__ import annotations
 import math
 import random
 
-from draftgen.generator.admission import (MIN_OBSERVATIONS, LengthModel, ServerView,
-                                          budget_admits, pick_server, samples_admit,
-                                          server_admits)
+from draftgen.generator.admission import (
+    MIN_OBSERVATIONS,
+    LengthModel,
+    ServerView,
+    budget_admits,
+    pick_server,
+    samples_admit,
+    server_admits,
+)
 
 
 def _model(lengths, max_new=1000):
@@ -19,8 +25,12 @@ def test_prior_reserves_max_new_tokens_until_the_dataset_has_data():
     m = _model([], max_new=500)
     assert m.predict() == 500
     # 10,000-token budget, worst case 500 each: exactly 20 fit, the 21st does not.
-    assert budget_admits(budget=10_000, done=0, in_flight=[0] * 19, in_flight_known=0, new_known=0, model=m)
-    assert not budget_admits(budget=10_000, done=0, in_flight=[0] * 20, in_flight_known=0, new_known=0, model=m)
+    assert budget_admits(
+        budget=10_000, done=0, in_flight=[0] * 19, in_flight_known=0, new_known=0, model=m
+    )
+    assert not budget_admits(
+        budget=10_000, done=0, in_flight=[0] * 20, in_flight_known=0, new_known=0, model=m
+    )
 
 
 def test_observed_lengths_replace_the_prior():
@@ -30,8 +40,12 @@ def test_observed_lengths_replace_the_prior():
     assert m.mean() > 500  # a handful of samples: the prior's long tail still weighs
     m = _model([100] * 100, max_new=200)
     assert 100 < m.mean() < 102  # a hundred: the data decides
-    assert budget_admits(budget=10_000, done=0, in_flight=[0] * 80, in_flight_known=0, new_known=0, model=m)
-    assert not budget_admits(budget=10_000, done=0, in_flight=[0] * 100, in_flight_known=0, new_known=0, model=m)
+    assert budget_admits(
+        budget=10_000, done=0, in_flight=[0] * 80, in_flight_known=0, new_known=0, model=m
+    )
+    assert not budget_admits(
+        budget=10_000, done=0, in_flight=[0] * 100, in_flight_known=0, new_known=0, model=m
+    )
     # What a request adds to a server's load is its expected length, not a tail quantile: a
     # tenth of generations 10× longer doubles the mean, and that is what many of them sum to.
     m = _model([50] * 90 + [500] * 10, max_new=1000)
@@ -42,33 +56,55 @@ def test_spread_makes_admission_more_careful():
     steady = _model([200] * 100, max_new=400)
     spread = _model([50, 350] * 50, max_new=400)  # same mean, large spread
     n = 45  # 46 × 200 = 9,200 of a 10,000 budget
-    assert budget_admits(budget=10_000, done=0, in_flight=[0] * n, in_flight_known=0, new_known=0, model=steady)
-    assert not budget_admits(budget=10_000, done=0, in_flight=[0] * n, in_flight_known=0, new_known=0, model=spread)
+    assert budget_admits(
+        budget=10_000, done=0, in_flight=[0] * n, in_flight_known=0, new_known=0, model=steady
+    )
+    assert not budget_admits(
+        budget=10_000, done=0, in_flight=[0] * n, in_flight_known=0, new_known=0, model=spread
+    )
 
 
 def test_last_sample_is_admitted_only_when_more_likely_to_fit_than_not():
     m = _model(range(100, 200))  # lengths 100..199, median ~150
-    assert budget_admits(budget=1000, done=840, in_flight=[], in_flight_known=0, new_known=0, model=m)
-    assert not budget_admits(budget=1000, done=870, in_flight=[], in_flight_known=0, new_known=0, model=m)
+    assert budget_admits(
+        budget=1000, done=840, in_flight=[], in_flight_known=0, new_known=0, model=m
+    )
+    assert not budget_admits(
+        budget=1000, done=870, in_flight=[], in_flight_known=0, new_known=0, model=m
+    )
     # A met budget admits nothing.
-    assert not budget_admits(budget=1000, done=1000, in_flight=[], in_flight_known=0, new_known=0, model=m)
+    assert not budget_admits(
+        budget=1000, done=1000, in_flight=[], in_flight_known=0, new_known=0, model=m
+    )
 
 
 def test_without_data_a_small_budget_still_gets_a_first_request():
     m = _model([], max_new=4096)
     assert budget_admits(budget=100, done=0, in_flight=[], in_flight_known=0, new_known=0, model=m)
-    assert not budget_admits(budget=100, done=0, in_flight=[0], in_flight_known=0, new_known=0, model=m)
+    assert not budget_admits(
+        budget=100, done=0, in_flight=[0], in_flight_known=0, new_known=0, model=m
+    )
 
 
 def test_total_budget_counts_known_prompt_tokens():
     m = _model([100] * 20, max_new=100)
-    assert budget_admits(budget=1000, done=0, in_flight=[0], in_flight_known=300, new_known=300, model=m)
-    assert not budget_admits(budget=1000, done=0, in_flight=[0], in_flight_known=300, new_known=501, model=m)
+    assert budget_admits(
+        budget=1000, done=0, in_flight=[0], in_flight_known=300, new_known=300, model=m
+    )
+    assert not budget_admits(
+        budget=1000, done=0, in_flight=[0], in_flight_known=300, new_known=501, model=m
+    )
 
 
 def test_no_budget_admits_everything_and_samples_are_exact():
-    assert budget_admits(budget=None, done=10**9, in_flight=[0] * 1000, in_flight_known=0, new_known=0,
-                         model=_model([]))
+    assert budget_admits(
+        budget=None,
+        done=10**9,
+        in_flight=[0] * 1000,
+        in_flight_known=0,
+        new_known=0,
+        model=_model([]),
+    )
     assert samples_admit(max_samples=10, done=7, in_flight=2)
     assert not samples_admit(max_samples=10, done=7, in_flight=3)
     assert samples_admit(max_samples=None, done=7, in_flight=3)
@@ -82,9 +118,18 @@ def _simulate(budget, max_new, in_flight, draw, speed=20.0, seed=1):
     model = LengthModel(max_new)
     done, flights, t = 0, [], 0.0
     while True:
-        while len(flights) < in_flight and done < budget and budget_admits(
-                budget=budget, done=done, in_flight=[(t - start) * speed for _, start, _ in flights],
-                in_flight_known=0, new_known=0, model=model):
+        while (
+            len(flights) < in_flight
+            and done < budget
+            and budget_admits(
+                budget=budget,
+                done=done,
+                in_flight=[(t - start) * speed for _, start, _ in flights],
+                in_flight_known=0,
+                new_known=0,
+                model=model,
+            )
+        ):
             length = min(max_new, max(1, int(draw(rng))))
             flights.append((t + length / speed, t, length))
         if not flights:
@@ -106,7 +151,7 @@ def test_heavy_tail_with_a_quarter_of_the_dataset_in_flight_lands_within_one_per
     capped at 8,192). The finished generations are the short ones — the long ones are still
     running — so a model that learns only from finished ones predicts the in-flight total ~16 %
     short and overshoots by 4-10 %; counting the running ones as censored observations lands."""
-    mu = math.log(1000) - 1.2 ** 2 / 2
+    mu = math.log(1000) - 1.2**2 / 2
     for seed in range(3):
         done = _simulate(1_000_000, 8192, 256, lambda rng: rng.lognormvariate(mu, 1.2), seed=seed)
         assert 0.97 * 1_000_000 <= done <= 1.01 * 1_000_000, (seed, done)
@@ -133,9 +178,9 @@ def test_fixed_mode_keeps_exactly_max_requests():
 
 def test_auto_mode_follows_the_kv_pool_and_never_leaves_a_server_idle():
     kw = dict(mode="auto", max_requests=None, tokens_factor=1.5)
-    assert server_admits(ServerView(4096, None, 10, 5000), 1000, **kw)      # 6000 ≤ 6144
+    assert server_admits(ServerView(4096, None, 10, 5000), 1000, **kw)  # 6000 ≤ 6144
     assert not server_admits(ServerView(4096, None, 10, 5500), 1000, **kw)  # 6500 > 6144
-    assert server_admits(ServerView(4096, None, 0, 0), 100_000, **kw)       # idle: always one
+    assert server_admits(ServerView(4096, None, 0, 0), 100_000, **kw)  # idle: always one
 
 
 def test_auto_mode_keeps_a_short_queue():
@@ -152,8 +197,11 @@ def test_auto_mode_keeps_a_short_queue():
 
 def test_least_loaded_server_is_chosen():
     kw = dict(mode="auto", max_requests=None, tokens_factor=1.5)
-    views = [ServerView(1000, None, 3, 900), ServerView(4000, None, 3, 900),
-             ServerView(1000, None, 1, 100, healthy=False)]
+    views = [
+        ServerView(1000, None, 3, 900),
+        ServerView(4000, None, 3, 900),
+        ServerView(1000, None, 1, 100, healthy=False),
+    ]
     assert pick_server(views, 100, **kw) == 1
     full = [ServerView(1000, None, 3, 1500), ServerView(1000, None, 3, 1450)]
     assert pick_server(full, 100, **kw) is None
@@ -163,9 +211,11 @@ def test_long_requests_still_running_are_not_forgotten():
     """Early completions are the short ones; requests running far longer than any of them must
     make admission careful, not eager."""
     early = _model([20] * 8, max_new=256)
-    alone = budget_admits(budget=2700, done=160, in_flight=[0] * 20, in_flight_known=0,
-                          new_known=0, model=early)
+    alone = budget_admits(
+        budget=2700, done=160, in_flight=[0] * 20, in_flight_known=0, new_known=0, model=early
+    )
     assert alone  # nothing known about those in flight
     long_running = [200.0] * 10 + [0.0] * 10
-    assert not budget_admits(budget=2700, done=160, in_flight=long_running, in_flight_known=0,
-                             new_known=0, model=early)
+    assert not budget_admits(
+        budget=2700, done=160, in_flight=long_running, in_flight_known=0, new_known=0, model=early
+    )

@@ -8,8 +8,15 @@ import socket
 
 import pytest
 
-from draftgen.generator.client import (Aborted, BadResponse, ServerUnavailable, SGLangClient,
-                                       parse_generation, parse_metrics, sampling_params)
+from draftgen.generator.client import (
+    Aborted,
+    BadResponse,
+    ServerUnavailable,
+    SGLangClient,
+    parse_generation,
+    parse_metrics,
+    sampling_params,
+)
 from draftgen.spec import SamplingSpec
 
 
@@ -27,9 +34,18 @@ def test_sampling_params_are_always_explicit():
 
 
 def test_generation_parsing_keeps_ids_and_refuses_aborts():
-    g = parse_generation({"output_ids": [163606, 5, 163607], "meta_info": {
-        "finish_reason": {"type": "stop", "matched": 163586}, "prompt_tokens": 3,
-        "cached_tokens": 1, "e2e_latency": 0.5, "unknown_key": 1}})
+    g = parse_generation(
+        {
+            "output_ids": [163606, 5, 163607],
+            "meta_info": {
+                "finish_reason": {"type": "stop", "matched": 163586},
+                "prompt_tokens": 3,
+                "cached_tokens": 1,
+                "e2e_latency": 0.5,
+                "unknown_key": 1,
+            },
+        }
+    )
     assert g.output_ids == [163606, 5, 163607] and g.matched_stop == 163586
     with pytest.raises(Aborted):
         parse_generation({"output_ids": [1], "meta_info": {"finish_reason": {"type": "abort"}}})
@@ -38,9 +54,11 @@ def test_generation_parsing_keeps_ids_and_refuses_aborts():
 
 
 def test_metrics_keep_the_binding_value_over_label_sets():
-    text = ('# HELP sglang:token_usage x\n'
-            'sglang:token_usage{tp_rank="0"} 0.25\nsglang:token_usage{tp_rank="1"} 0.75\n'
-            'sglang:num_queue_reqs{tp_rank="0"} 3.0\nother_metric 9\n')
+    text = (
+        "# HELP sglang:token_usage x\n"
+        'sglang:token_usage{tp_rank="0"} 0.25\nsglang:token_usage{tp_rank="1"} 0.75\n'
+        'sglang:num_queue_reqs{tp_rank="0"} 3.0\nother_metric 9\n'
+    )
     assert parse_metrics(text) == {"token_usage": 0.75, "num_queue_reqs": 3.0}
 
 
@@ -70,15 +88,19 @@ def test_real_server_generate_info_metrics_and_refusals(sglang_server):
             assert (await c.model_info())["model_path"].endswith("tiny-kimi")
             load = await c.metrics()
             assert load.max_total_num_tokens == info["max_total_num_tokens"]
-            g = await c.generate([163587, 300, 301, 163601, 163606],
-                                 {"max_new_tokens": 5, "temperature": 0.0}, "client-test-1")
+            g = await c.generate(
+                [163587, 300, 301, 163601, 163606],
+                {"max_new_tokens": 5, "temperature": 0.0},
+                "client-test-1",
+            )
             assert 1 <= len(g.output_ids) <= 5 and g.finish_reason in ("stop", "length")
             with pytest.raises(BadResponse) as err:
                 await c.generate([300] * 10, {"max_new_tokens": -2}, "client-test-2")
             assert not err.value.retryable and not err.value.prompt_too_long
             with pytest.raises(BadResponse) as err:
-                await c.generate([300] * (info["max_req_input_len"] + 10),
-                                 {"max_new_tokens": 2}, "client-test-3")
+                await c.generate(
+                    [300] * (info["max_req_input_len"] + 10), {"max_new_tokens": 2}, "client-test-3"
+                )
             assert err.value.prompt_too_long
 
     asyncio.run(go())
@@ -88,9 +110,13 @@ def test_real_server_generate_info_metrics_and_refusals(sglang_server):
 def test_abort_ends_a_running_generation_without_a_result(sglang_server):
     async def go():
         async with SGLangClient(sglang_server.url, timeout=300) as c:
-            task = asyncio.create_task(c.generate(
-                [163587, 300, 301, 163601, 163606],
-                {"max_new_tokens": 3000, "temperature": 1.0, "ignore_eos": True}, "client-abort"))
+            task = asyncio.create_task(
+                c.generate(
+                    [163587, 300, 301, 163601, 163606],
+                    {"max_new_tokens": 3000, "temperature": 1.0, "ignore_eos": True},
+                    "client-abort",
+                )
+            )
             await asyncio.sleep(1.5)
             await c.abort("client-abort")
             with pytest.raises(Aborted):

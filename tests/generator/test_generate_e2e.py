@@ -7,8 +7,18 @@ import json
 
 import httpx
 import pytest
-from .gen_helpers import (THINK, WEATHER_TOOL, cli, prompt_rows, records, rejects, run_inprocess,
-                         write_job, write_jsonl)
+
+from .gen_helpers import (
+    THINK,
+    WEATHER_TOOL,
+    cli,
+    prompt_rows,
+    records,
+    rejects,
+    run_inprocess,
+    write_job,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.sglang
 
@@ -17,24 +27,42 @@ pytestmark = pytest.mark.sglang
 def greedy_run(tmp_path_factory, tiny_kimi, sglang_server):
     """One greedy run over a dataset with tools and a file of bad rows."""
     d = tmp_path_factory.mktemp("greedy")
-    write_jsonl(d / "tools.jsonl", [
-        {"id": "w1", "tools": [WEATHER_TOOL],
-         "messages": [{"role": "user", "content": "What is the weather in Lagos?"}]},
-        {"id": "w2", "tools": [WEATHER_TOOL],
-         "messages": [{"role": "system", "content": "Be brief."},
-                      {"role": "user", "content": "And in Oslo?"}]},
-    ])
-    write_jsonl(d / "bad.jsonl", [
-        '{"id": "broken", "messages": [',
-        {"id": "nofield"},
-        {"id": "empty", "messages": []},
-        {"id": "long", "messages": [{"role": "user", "content": "lorem ipsum dolor " * 3000}]},
-        {"id": "fine", "messages": [{"role": "user", "content": "Hello there."}]},
-    ])
-    job = write_job(d, tiny_kimi, [
-        {"name": "tools", "source": "tools.jsonl", "format": "messages"},
-        {"name": "bad", "source": "bad.jsonl", "format": "messages"},
-    ])
+    write_jsonl(
+        d / "tools.jsonl",
+        [
+            {
+                "id": "w1",
+                "tools": [WEATHER_TOOL],
+                "messages": [{"role": "user", "content": "What is the weather in Lagos?"}],
+            },
+            {
+                "id": "w2",
+                "tools": [WEATHER_TOOL],
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "And in Oslo?"},
+                ],
+            },
+        ],
+    )
+    write_jsonl(
+        d / "bad.jsonl",
+        [
+            '{"id": "broken", "messages": [',
+            {"id": "nofield"},
+            {"id": "empty", "messages": []},
+            {"id": "long", "messages": [{"role": "user", "content": "lorem ipsum dolor " * 3000}]},
+            {"id": "fine", "messages": [{"role": "user", "content": "Hello there."}]},
+        ],
+    )
+    job = write_job(
+        d,
+        tiny_kimi,
+        [
+            {"name": "tools", "source": "tools.jsonl", "format": "messages"},
+            {"name": "bad", "source": "bad.jsonl", "format": "messages"},
+        ],
+    )
     runner = run_inprocess(job, sglang_server.url, d / "out")
     return d / "out", runner
 
@@ -44,10 +72,19 @@ def test_output_ids_are_exactly_what_generate_returns(greedy_run, sglang_server)
     recs = records(out / "tools")
     assert len(recs) == 2
     for rec in recs:
-        direct = httpx.post(f"{sglang_server.url}/generate", timeout=120, json={
-            "input_ids": rec["input_ids"],
-            "sampling_params": {"temperature": 0.0, "max_new_tokens": 12,
-                                "skip_special_tokens": False, "no_stop_trim": True}}).json()
+        direct = httpx.post(
+            f"{sglang_server.url}/generate",
+            timeout=120,
+            json={
+                "input_ids": rec["input_ids"],
+                "sampling_params": {
+                    "temperature": 0.0,
+                    "max_new_tokens": 12,
+                    "skip_special_tokens": False,
+                    "no_stop_trim": True,
+                },
+            },
+        ).json()
         assert rec["output_ids"] == direct["output_ids"]
         assert rec["completion_tokens"] == len(rec["output_ids"])
         assert rec["prompt_tokens"] == len(rec["input_ids"])
@@ -71,8 +108,12 @@ def test_prompt_carries_the_think_prefix_and_the_tool_declaration(greedy_run, ti
 def test_bad_rows_become_rejects_and_the_job_goes_on(greedy_run):
     out, runner = greedy_run
     reasons = {r["source_index"]: r["reason"] for r in rejects(out / "bad")}
-    assert reasons == {0: "malformed_json", 1: "missing_field", 2: "empty_conversation",
-                       3: "prompt_too_long"}
+    assert reasons == {
+        0: "malformed_json",
+        1: "missing_field",
+        2: "empty_conversation",
+        3: "prompt_too_long",
+    }
     assert [r["id"] for r in records(out / "bad")] and len(records(out / "bad")) == 1
     manifest = json.loads((out / "bad" / "manifest.json").read_text())
     assert manifest["rejects"] == 4 and manifest["samples"] == 1 and manifest["done"]
@@ -89,7 +130,7 @@ def test_metrics_follow_the_records(greedy_run):
     stop = sum(1 for r in recs if r["finish_reason"] == "stop")
     assert f'draftgen_samples_total{{dataset="tools",finish_reason="stop"}} {float(stop)}' in text
     assert 'draftgen_rejects_total{dataset="bad",reason="malformed_json"} 1.0' in text
-    assert 'draftgen_job_done 1.0' in text
+    assert "draftgen_job_done 1.0" in text
 
 
 def test_resumed_run_counts_what_is_on_disk(greedy_run, sglang_server, tmp_path):
@@ -103,21 +144,32 @@ def test_resumed_run_counts_what_is_on_disk(greedy_run, sglang_server, tmp_path)
     assert {p: p.read_bytes() for p in out.rglob("*.jsonl")} == before
     text = generate_latest(second.metrics.registry).decode()
     total = sum(1 for _ in records(out / "tools"))
-    got = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-              if line.startswith('draftgen_samples_total{dataset="tools"'))
+    got = sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith('draftgen_samples_total{dataset="tools"')
+    )
     assert got == total
 
 
-@pytest.mark.parametrize("mode,budget", [("finish", {"completionTokens": 150}),
-                                         ("abort", {"completionTokens": 150}),
-                                         ("finish", {"totalTokens": 1200})])
+@pytest.mark.parametrize(
+    "mode,budget",
+    [
+        ("finish", {"completionTokens": 150}),
+        ("abort", {"completionTokens": 150}),
+        ("finish", {"totalTokens": 1200}),
+    ],
+)
 def test_budget_is_met_within_one_sample(mode, budget, tmp_path, tiny_kimi, sglang_server):
     write_jsonl(tmp_path / "p.jsonl", prompt_rows(60))
     max_new = 16
-    job = write_job(tmp_path, tiny_kimi, [
-        {"name": "p", "source": "p.jsonl", "format": "prompt", "budget": budget}],
+    job = write_job(
+        tmp_path,
+        tiny_kimi,
+        [{"name": "p", "source": "p.jsonl", "format": "prompt", "budget": budget}],
         sampling={"temperature": 1.0, "maxNewTokens": max_new, "seed": 3},
-        generator={"onBudgetMet": mode})
+        generator={"onBudgetMet": mode},
+    )
     run_inprocess(job, sglang_server.url, tmp_path / "out")
     recs = records(tmp_path / "out" / "p")
     if "completionTokens" in budget:
@@ -142,11 +194,23 @@ def test_a_server_with_another_tokenizer_is_refused(tmp_path, sglang_server, rep
     if not (chatml / "tokenizer.json").exists():
         pytest.skip("tiny-chatml is missing: run `make models`")
     write_jsonl(tmp_path / "p.jsonl", prompt_rows(2))
-    job = write_job(tmp_path, chatml, [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
-                    model_extra={"specialTokens": [], "generationPrefix": None,
-                                 "chatTemplateKwargs": {}})
-    proc = cli("generate", "--job", str(job), "--server", sglang_server.url,
-               "--output", str(tmp_path / "out"), "--progress", "log")
+    job = write_job(
+        tmp_path,
+        chatml,
+        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        model_extra={"specialTokens": [], "generationPrefix": None, "chatTemplateKwargs": {}},
+    )
+    proc = cli(
+        "generate",
+        "--job",
+        str(job),
+        "--server",
+        sglang_server.url,
+        "--output",
+        str(tmp_path / "out"),
+        "--progress",
+        "log",
+    )
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 3, log
     assert "different model or tokenizer" in log
@@ -165,13 +229,32 @@ def test_replicas_share_the_work_and_a_dead_one_is_left_out(tmp_path, tiny_kimi,
     """Two URLs of the same server act as two replicas (both get requests); a third that never
     answers does not hold the job up."""
     write_jsonl(tmp_path / "p.jsonl", prompt_rows(16))
-    job = write_job(tmp_path, tiny_kimi, [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
-                    sampling={"maxNewTokens": 4}, generator={"concurrency": {"mode": "fixed", "maxRequests": 3}})
+    job = write_job(
+        tmp_path,
+        tiny_kimi,
+        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        sampling={"maxNewTokens": 4},
+        generator={"concurrency": {"mode": "fixed", "maxRequests": 3}},
+    )
     other = sglang_server.url.replace("127.0.0.1", "localhost")
     assert other != sglang_server.url
-    proc = cli("generate", "--job", str(job), "--server", sglang_server.url, "--server", other,
-               "--server", _closed_port_url(), "--health-timeout", "3",
-               "--output", str(tmp_path / "out"), "--progress", "log")
+    proc = cli(
+        "generate",
+        "--job",
+        str(job),
+        "--server",
+        sglang_server.url,
+        "--server",
+        other,
+        "--server",
+        _closed_port_url(),
+        "--health-timeout",
+        "3",
+        "--output",
+        str(tmp_path / "out"),
+        "--progress",
+        "log",
+    )
     log, _ = proc.communicate(timeout=180)
     assert proc.returncode == 0, log
     recs = records(tmp_path / "out" / "p")
@@ -182,8 +265,19 @@ def test_replicas_share_the_work_and_a_dead_one_is_left_out(tmp_path, tiny_kimi,
 def test_no_healthy_server_exits_4(tmp_path, tiny_kimi):
     write_jsonl(tmp_path / "p.jsonl", prompt_rows(2))
     job = write_job(tmp_path, tiny_kimi, [{"name": "p", "source": "p.jsonl", "format": "prompt"}])
-    proc = cli("generate", "--job", str(job), "--server", _closed_port_url(),
-               "--health-timeout", "1", "--output", str(tmp_path / "out"), "--progress", "log")
+    proc = cli(
+        "generate",
+        "--job",
+        str(job),
+        "--server",
+        _closed_port_url(),
+        "--health-timeout",
+        "1",
+        "--output",
+        str(tmp_path / "out"),
+        "--progress",
+        "log",
+    )
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 4, log
     assert "did not become healthy" in log

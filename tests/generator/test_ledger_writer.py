@@ -10,16 +10,30 @@ import pytest
 
 from draftgen.generator.budget import Ledger
 from draftgen.generator.resume import scan_dataset
-from draftgen.generator.writer import (AppendFile, DatasetWriter, DiskFull, atomic_write_json,
-                                       encode_line)
+from draftgen.generator.writer import (
+    AppendFile,
+    DatasetWriter,
+    DiskFull,
+    atomic_write_json,
+    encode_line,
+)
 from draftgen.spec import Budget
 
 
 def _record(i: int, completion: int = 10, finish: str = "stop") -> dict:
-    return {"id": f"ds/r{i}/0", "dataset": "ds", "source_index": i, "turn": 0,
-            "input_ids": [163587, 1, 2, 163606], "output_ids": [163607 + 1] * completion,
-            "prompt_tokens": 4, "completion_tokens": completion, "finish_reason": finish,
-            "matched_stop": 163586, "meta": {}}
+    return {
+        "id": f"ds/r{i}/0",
+        "dataset": "ds",
+        "source_index": i,
+        "turn": 0,
+        "input_ids": [163587, 1, 2, 163606],
+        "output_ids": [163607 + 1] * completion,
+        "prompt_tokens": 4,
+        "completion_tokens": completion,
+        "finish_reason": finish,
+        "matched_stop": 163586,
+        "meta": {},
+    }
 
 
 def test_ledger_budgets_overshoot_and_truncation():
@@ -63,18 +77,26 @@ def test_shards_rotate_and_resume_appends_to_the_last_one(tmp_path):
         w.write_record(_record(i))
     w.close()
     assert sorted(p.name for p in d.glob("shard-*")) == [
-        "shard-00000.jsonl", "shard-00001.jsonl", "shard-00002.jsonl"]
+        "shard-00000.jsonl",
+        "shard-00001.jsonl",
+        "shard-00002.jsonl",
+    ]
     st = scan_dataset(d, "ds", Budget(), shard_max_records=3)
     assert (st.next_shard, st.records_in_shard) == (2, 1)
     assert st.ledger.samples == 7 and st.ledger.completion_tokens == 70
-    w = DatasetWriter(d, shard_max_records=3, next_shard=st.next_shard,
-                      records_in_shard=st.records_in_shard)
+    w = DatasetWriter(
+        d, shard_max_records=3, next_shard=st.next_shard, records_in_shard=st.records_in_shard
+    )
     for i in range(7, 10):
         w.write_record(_record(i))
     w.close()
     counts = {p.name: len(p.read_text().splitlines()) for p in d.glob("shard-*")}
-    assert counts == {"shard-00000.jsonl": 3, "shard-00001.jsonl": 3, "shard-00002.jsonl": 3,
-                      "shard-00003.jsonl": 1}
+    assert counts == {
+        "shard-00000.jsonl": 3,
+        "shard-00001.jsonl": 3,
+        "shard-00002.jsonl": 3,
+        "shard-00003.jsonl": 1,
+    }
 
 
 def test_torn_last_line_is_dropped_and_the_file_truncated(tmp_path):

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from .gen_helpers import cli, expected_ids, prompt_rows, records, write_job, write_jsonl
 
 pytestmark = pytest.mark.sglang
@@ -20,8 +21,9 @@ def _lines(directory: Path) -> int:
     return sum(len(p.read_bytes().splitlines()) for p in directory.glob("shard-*.jsonl"))
 
 
-def _run_until(args: list[str], out: Path, kill_at: int | None, sig: int = signal.SIGKILL,
-               timeout: float = 180) -> int | None:
+def _run_until(
+    args: list[str], out: Path, kill_at: int | None, sig: int = signal.SIGKILL, timeout: float = 180
+) -> int | None:
     """Run the CLI; send `sig` once `out/all` holds `kill_at` records. The return code."""
     proc = cli(*args)
     deadline = time.monotonic() + timeout
@@ -45,19 +47,39 @@ def test_sigkill_at_several_points_then_resume_exactly(tmp_path, tiny_kimi, sgla
     write_jsonl(tmp_path / "all.jsonl", prompt_rows(32, "a"))
     write_jsonl(tmp_path / "capped.jsonl", prompt_rows(40, "c"))
     budget, max_new = 60, 6
-    job = write_job(tmp_path, tiny_kimi, [
-        {"name": "all", "source": "all.jsonl", "format": "prompt"},
-        {"name": "capped", "source": "capped.jsonl", "format": "prompt",
-         "budget": {"completionTokens": budget}},
-    ], sampling={"temperature": 1.0, "maxNewTokens": max_new, "seed": 11},
-        generator={"concurrency": {"mode": "fixed", "maxRequests": 6},
-                   "tokenizerWorkers": 1}, )
+    job = write_job(
+        tmp_path,
+        tiny_kimi,
+        [
+            {"name": "all", "source": "all.jsonl", "format": "prompt"},
+            {
+                "name": "capped",
+                "source": "capped.jsonl",
+                "format": "prompt",
+                "budget": {"completionTokens": budget},
+            },
+        ],
+        sampling={"temperature": 1.0, "maxNewTokens": max_new, "seed": 11},
+        generator={"concurrency": {"mode": "fixed", "maxRequests": 6}, "tokenizerWorkers": 1},
+    )
     out = tmp_path / "out"
-    args = ["generate", "--job", str(job), "--server", sglang_server.url, "--output", str(out),
-            "--progress", "log"]
+    args = [
+        "generate",
+        "--job",
+        str(job),
+        "--server",
+        sglang_server.url,
+        "--output",
+        str(out),
+        "--progress",
+        "log",
+    ]
 
-    codes = [_run_until(args, out, 1), _run_until(args, out, 10, signal.SIGTERM),
-             _run_until(args, out, 20)]
+    codes = [
+        _run_until(args, out, 1),
+        _run_until(args, out, 10, signal.SIGTERM),
+        _run_until(args, out, 20),
+    ]
     assert -signal.SIGKILL in codes  # at least one run was cut off mid-way
     assert codes[1] in (0, 143)  # SIGTERM: in-flight requests aborted, a clean exit
     # A write cut short: half a record at the end of the last shard.
@@ -83,19 +105,36 @@ def test_sigkill_at_several_points_then_resume_exactly(tmp_path, tiny_kimi, sgla
     print(f"resume to completion: {resume_seconds:.1f} s")
 
 
-def test_a_full_disk_stops_with_its_own_exit_code_and_no_half_record(tmp_path, tiny_kimi,
-                                                                     sglang_server):
+def test_a_full_disk_stops_with_its_own_exit_code_and_no_half_record(
+    tmp_path, tiny_kimi, sglang_server
+):
     """A file-size limit makes every write past it fail with EFBIG, as a full volume would."""
     import resource
     import subprocess
     import sys
 
     write_jsonl(tmp_path / "all.jsonl", prompt_rows(16, "a"))
-    job = write_job(tmp_path, tiny_kimi, [{"name": "all", "source": "all.jsonl", "format": "prompt"}],
-                    sampling={"maxNewTokens": 4})
+    job = write_job(
+        tmp_path,
+        tiny_kimi,
+        [{"name": "all", "source": "all.jsonl", "format": "prompt"}],
+        sampling={"maxNewTokens": 4},
+    )
     out = tmp_path / "out"
-    args = [sys.executable, "-m", "draftgen.cli", "generate", "--job", str(job), "--server",
-            sglang_server.url, "--output", str(out), "--progress", "log"]
+    args = [
+        sys.executable,
+        "-m",
+        "draftgen.cli",
+        "generate",
+        "--job",
+        str(job),
+        "--server",
+        sglang_server.url,
+        "--output",
+        str(out),
+        "--progress",
+        "log",
+    ]
 
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
@@ -105,7 +144,7 @@ def test_a_full_disk_stops_with_its_own_exit_code_and_no_half_record(tmp_path, t
     assert "free space" in done.stderr
     shard = out / "all" / "shard-00000.jsonl"
     data = shard.read_bytes()
-    assert data.endswith(b"\n") and all(json.loads(l) for l in data.splitlines())
+    assert data.endswith(b"\n") and all(json.loads(line) for line in data.splitlines())
     written = len(data.splitlines())
     # With room again, the same command finishes the job exactly.
     done = subprocess.run(args, capture_output=True, text=True, timeout=180)

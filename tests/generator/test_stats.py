@@ -5,32 +5,60 @@ from __future__ import annotations
 import json
 
 from draftgen.cli import main
+
 from .gen_helpers import write_jsonl
 
 
 def _native(i, completion, finish="stop"):
-    return {"id": f"a/{i}/0", "dataset": "a", "source_index": i, "turn": 0,
-            "input_ids": [1] * 10, "output_ids": [163607] * completion, "prompt_tokens": 10,
-            "completion_tokens": completion, "finish_reason": finish, "matched_stop": None,
-            "meta": {}}
+    return {
+        "id": f"a/{i}/0",
+        "dataset": "a",
+        "source_index": i,
+        "turn": 0,
+        "input_ids": [1] * 10,
+        "output_ids": [163607] * completion,
+        "prompt_tokens": 10,
+        "completion_tokens": completion,
+        "finish_reason": finish,
+        "matched_stop": None,
+        "meta": {},
+    }
 
 
 def _openai(completion, finish="stop"):
-    return {"id": "chatcmpl-1", "object": "chat.completion", "model": "kimi",
-            "choices": [{"index": 0, "finish_reason": finish,
-                         "message": {"role": "assistant", "content": "x"}}],
-            "usage": {"prompt_tokens": 20, "completion_tokens": completion, "total_tokens": 20 + completion}}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "kimi",
+        "choices": [
+            {"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": "x"}}
+        ],
+        "usage": {
+            "prompt_tokens": 20,
+            "completion_tokens": completion,
+            "total_tokens": 20 + completion,
+        },
+    }
 
 
 def test_stats_counts_draftgen_and_openai_records(tmp_path, capsys):
     write_jsonl(tmp_path / "a" / "shard-00000.jsonl", [_native(0, 30), _native(1, 50, "length")])
-    write_jsonl(tmp_path / "a" / "rejects.jsonl", [
-        {"source_index": 5, "id": None, "reason": "malformed_json"},
-        {"source_index": 5, "id": None, "reason": "malformed_json"},  # repeated by a resume
-        {"source_index": 1, "id": "a/1/0", "reason": "request_failed"}])  # done on a later run
+    write_jsonl(
+        tmp_path / "a" / "rejects.jsonl",
+        [
+            {"source_index": 5, "id": None, "reason": "malformed_json"},
+            {"source_index": 5, "id": None, "reason": "malformed_json"},  # repeated by a resume
+            {"source_index": 1, "id": "a/1/0", "reason": "request_failed"},
+        ],
+    )  # done on a later run
     # Older data: OpenAI responses, plain and inside a batch-output `response.body`.
-    write_jsonl(tmp_path / "old" / "data.jsonl", [
-        _openai(100), {"custom_id": "r2", "response": {"status_code": 200, "body": _openai(60, "length")}}])
+    write_jsonl(
+        tmp_path / "old" / "data.jsonl",
+        [
+            _openai(100),
+            {"custom_id": "r2", "response": {"status_code": 200, "body": _openai(60, "length")}},
+        ],
+    )
     assert main(["stats", str(tmp_path), "--json"]) == 0
     got = {d["dataset"]: d for d in json.loads(capsys.readouterr().out)["datasets"]}
     assert got["a"]["samples"] == 2 and got["a"]["completion_tokens"] == 80

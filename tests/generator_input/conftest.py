@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from draftgen.generator.inputs import iter_samples, open_tokenizer
 from draftgen.generator.samples import Reject, Sample
 from draftgen.spec import parse_job
-
 from tests.jobs import job_document
 
 from .tokenizer_fixture import DROPS_TOOLS, KIMI_LIKE, build_tokenizer
 
-KIMI_SPECIALS = ["<think>", "</think>", "<|im_end|>", "<|tool_calls_section_begin|>",
-                 "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"]
+KIMI_SPECIALS = [
+    "<think>",
+    "</think>",
+    "<|im_end|>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+]
 
 
 @pytest.fixture(scope="session")
@@ -31,8 +38,12 @@ def drops_tools_dir(tmp_path_factory) -> Path:
 
 
 def make_job(tokenizer: Path | str, datasets: list[dict[str, Any]], **model: Any):
-    spec_model = {"weights": str(tokenizer), "chatTemplateKwargs": {"thinking": True},
-                  "specialTokens": KIMI_SPECIALS, "generationPrefix": "<think>"}
+    spec_model = {
+        "weights": str(tokenizer),
+        "chatTemplateKwargs": {"thinking": True},
+        "specialTokens": KIMI_SPECIALS,
+        "generationPrefix": "<think>",
+    }
     spec_model.update(model)
     return parse_job(job_document("t", model=spec_model, datasets=datasets))
 
@@ -49,13 +60,29 @@ def write_jsonl(path: Path, rows: list[Any]) -> Path:
 def run_dataset(tmp_path, kimi_like_dir) -> Callable[..., list[Sample | Reject]]:
     """Write rows to a JSONL file, run iter_samples over them in-process, return every item."""
 
-    def run(rows: list[Any], fmt: str, *, tokenizer: Path | None = None, skip_ids=(),
-            max_prompt_tokens: int | None = None, workers: int = 0, **dataset: Any):
+    def run(
+        rows: list[Any],
+        fmt: str,
+        *,
+        tokenizer: Path | None = None,
+        skip_ids=(),
+        max_prompt_tokens: int | None = None,
+        workers: int = 0,
+        **dataset: Any,
+    ):
         write_jsonl(tmp_path / "data.jsonl", rows)
         ds = {"name": "ds", "source": "data.jsonl", "format": fmt, **dataset}
         job = make_job(tokenizer or kimi_like_dir, [ds])
         with open_tokenizer(job, tmp_path, workers=workers) as ctx:
-            return list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx,
-                                     skip_ids=skip_ids, max_prompt_tokens=max_prompt_tokens))
+            return list(
+                iter_samples(
+                    job,
+                    job.spec.datasets[0],
+                    base_dir=tmp_path,
+                    tokenizer_ctx=ctx,
+                    skip_ids=skip_ids,
+                    max_prompt_tokens=max_prompt_tokens,
+                )
+            )
 
     return run

@@ -22,9 +22,18 @@ PROMPTS = [{"name": "ds", "source": "d.jsonl", "format": "messages"}]
 
 
 def tool(name: str) -> dict:
-    return {"type": "function", "function": {
-        "name": name, "description": f"Does {name}.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"Does {name}.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
 
 
 # (messages, tools): plain, system, multi-turn, tool calls and results, specials written as
@@ -32,36 +41,78 @@ def tool(name: str) -> dict:
 CASES = [
     ([{"role": "user", "content": "Hi"}], None),
     ([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}], None),
-    ([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-      {"role": "user", "content": "c\n\n  d"}], None),
-    ([{"role": "system", "content": "You can call tools."},
-      {"role": "user", "content": "Weather in Paris?"},
-      {"role": "assistant", "content": "", "tool_calls": [
-          {"id": "functions.get_weather:0", "type": "function",
-           "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
-      {"role": "tool", "tool_call_id": "functions.get_weather:0", "name": "get_weather",
-       "content": '{"temp": 21}'}],
-     [tool("get_weather"), tool("get_time")]),
+    (
+        [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b"},
+            {"role": "user", "content": "c\n\n  d"},
+        ],
+        None,
+    ),
+    (
+        [
+            {"role": "system", "content": "You can call tools."},
+            {"role": "user", "content": "Weather in Paris?"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "functions.get_weather:0",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+                    }
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "functions.get_weather:0",
+                "name": "get_weather",
+                "content": '{"temp": 21}',
+            },
+        ],
+        [tool("get_weather"), tool("get_time")],
+    ),
     ([{"role": "user", "content": "What does <think> mean, and </think>? <|im_end|>"}], None),
     ([{"role": "user", "content": "naïve café 東京 🙂 \t\r\n" * 3}], None),
     ([{"role": "user", "content": "token budget server " * 2000}], None),
-    ([{"role": "user", "content": "ends with spaces   "}, {"role": "assistant", "content": "   "},
-      {"role": "user", "content": "x"}], [tool("lookup")]),
+    (
+        [
+            {"role": "user", "content": "ends with spaces   "},
+            {"role": "assistant", "content": "   "},
+            {"role": "user", "content": "x"},
+        ],
+        [tool("lookup")],
+    ),
 ]
 
 
-def expected_ids(directory: Path, messages: list[dict], tools: list[dict] | None, **kwargs) -> list[int]:
+def expected_ids(
+    directory: Path, messages: list[dict], tools: list[dict] | None, **kwargs
+) -> list[int]:
     tok = AutoTokenizer.from_pretrained(directory)
-    return list(tok.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
-                                        tokenize=True, return_dict=False, **kwargs))
+    return list(
+        tok.apply_chat_template(
+            messages,
+            tools=tools,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+            **kwargs,
+        )
+    )
 
 
 @pytest.mark.parametrize("thinking", [True, False])
 def test_a_batch_gives_each_prompt_the_ids_of_apply_chat_template(tmp_path, thinking):
     if not (TINY_KIMI / "tokenizer.json").exists():
         pytest.skip("tiny-kimi not built yet: run `make models`")
-    job = make_job(TINY_KIMI, PROMPTS, chatTemplateKwargs={"thinking": thinking},
-                   generationPrefix="<think>" if thinking else None)
+    job = make_job(
+        TINY_KIMI,
+        PROMPTS,
+        chatTemplateKwargs={"thinking": thinking},
+        generationPrefix="<think>" if thinking else None,
+    )
     with open_tokenizer(job, tmp_path, workers=0) as ctx:
         assert ctx.settings.route == "text" and ctx.settings.batch_encode  # the fast path is on
         rendered = ctx.renderer.render_many(CASES)
@@ -78,21 +129,32 @@ def test_one_bad_prompt_in_a_batch_fails_alone(tmp_path):
     """A template refusal and a text the tokenizer cannot encode (a lone surrogate, which JSON
     allows) each become a reject; the rest of the batch keeps its exact ids."""
     directory = build_tokenizer(tmp_path / "no-system", NO_SYSTEM)
-    rows = [{"id": "a", "messages": [{"role": "user", "content": "first"}]},
-            {"id": "b", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "x"}]},
-            {"id": "c", "messages": [{"role": "user", "content": "lone \ud800 surrogate"}]},
-            {"id": "d", "messages": [{"role": "user", "content": "last"}]}]
+    rows = [
+        {"id": "a", "messages": [{"role": "user", "content": "first"}]},
+        {
+            "id": "b",
+            "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "x"}],
+        },
+        {"id": "c", "messages": [{"role": "user", "content": "lone \ud800 surrogate"}]},
+        {"id": "d", "messages": [{"role": "user", "content": "last"}]},
+    ]
     write_jsonl(tmp_path / "d.jsonl", rows)
     job = make_job(directory, PROMPTS)
     with open_tokenizer(job, tmp_path, workers=0) as ctx:
         assert ctx.settings.batch_encode
         items = list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx))
     assert [(type(i).__name__, i.source_index) for i in items] == [
-        ("Sample", 0), ("Reject", 1), ("Reject", 2), ("Sample", 3)]
+        ("Sample", 0),
+        ("Reject", 1),
+        ("Reject", 2),
+        ("Sample", 3),
+    ]
     assert {i.reason for i in items if isinstance(i, Reject)} == {"template_error"}
     for i in (items[0], items[3]):
         assert isinstance(i, Sample)
-        assert i.input_ids == expected_ids(directory, rows[i.source_index]["messages"], None, thinking=True)
+        assert i.input_ids == expected_ids(
+            directory, rows[i.source_index]["messages"], None, thinking=True
+        )
 
 
 class _Backend:
@@ -112,7 +174,8 @@ class _Backend:
 
 @pytest.mark.parametrize("variant", ["missing", "wrong"])
 def test_the_batch_encode_is_left_when_the_probe_cannot_show_it_gives_the_same_ids(
-        tmp_path, kimi_like_dir, monkeypatch, variant):
+    tmp_path, kimi_like_dir, monkeypatch, variant
+):
     real_backend = render._backend
 
     def wrong(texts, **kwargs):  # drops each text's last id

@@ -12,8 +12,15 @@ from draftgen.generator.integrity import STRICT_TOOL_SAMPLES, IntegrityError, to
 from draftgen.generator.samples import Reject, Sample
 
 from .conftest import make_job, write_jsonl
-from .tokenizer_fixture import (BOS, ONE_TOOL_ONLY, SPECIALS, THINK, VOCAB_SIZE, WITH_BOS,
-                                build_tokenizer)
+from .tokenizer_fixture import (
+    BOS,
+    ONE_TOOL_ONLY,
+    SPECIALS,
+    THINK,
+    VOCAB_SIZE,
+    WITH_BOS,
+    build_tokenizer,
+)
 
 PROMPTS = [{"name": "ds", "source": "d.jsonl", "format": "prompt"}]
 GLAIVE = [{"name": "fc", "source": "d.jsonl", "format": "glaive"}]
@@ -54,22 +61,32 @@ def test_a_template_that_drops_tools_is_refused_at_start_for_glaive(drops_tools_
 
 
 def test_tools_dropped_on_a_messages_dataset_refuse_on_its_first_rows(drops_tools_dir, tmp_path):
-    write_jsonl(tmp_path / "d.jsonl", [
-        {"messages": [{"role": "user", "content": "no tools here"}]},
-        {"messages": [{"role": "user", "content": "weather?"}], "tools": [tool("get_weather")]}])
+    write_jsonl(
+        tmp_path / "d.jsonl",
+        [
+            {"messages": [{"role": "user", "content": "no tools here"}]},
+            {"messages": [{"role": "user", "content": "weather?"}], "tools": [tool("get_weather")]},
+        ],
+    )
     job = make_job(drops_tools_dir, [{"name": "ds", "source": "d.jsonl", "format": "messages"}])
     with open_tokenizer(job, tmp_path, workers=0) as ctx:  # no glaive dataset: nothing probed
         it = iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx)
         assert isinstance(next(it), Sample)
-        with pytest.raises(IntegrityError, match="row 1's prompt does not contain its tools 'get_weather'"):
+        with pytest.raises(
+            IntegrityError, match="row 1's prompt does not contain its tools 'get_weather'"
+        ):
             next(it)
 
 
 def test_after_the_first_rows_a_sample_whose_tools_vanish_is_a_reject(tmp_path):
     tok = build_tokenizer(tmp_path / "one-tool", ONE_TOOL_ONLY)
-    rows = [{"messages": [{"role": "user", "content": f"q{i}"}], "tools": [tool("lookup")]}
-            for i in range(STRICT_TOOL_SAMPLES)]
-    rows.append({"messages": [{"role": "user", "content": "two"}], "tools": [tool("a_fn"), tool("b_fn")]})
+    rows = [
+        {"messages": [{"role": "user", "content": f"q{i}"}], "tools": [tool("lookup")]}
+        for i in range(STRICT_TOOL_SAMPLES)
+    ]
+    rows.append(
+        {"messages": [{"role": "user", "content": "two"}], "tools": [tool("a_fn"), tool("b_fn")]}
+    )
     write_jsonl(tmp_path / "d.jsonl", rows)
     job = make_job(tok, [{"name": "ds", "source": "d.jsonl", "format": "messages"}])
     with open_tokenizer(job, tmp_path, workers=0) as ctx:
@@ -88,8 +105,9 @@ def test_a_tokenizer_without_a_chat_template_is_refused(tmp_path):
     with pytest.raises(IntegrityError, match="no chat template"):
         open_tokenizer(make_job(tok, PROMPTS), tmp_path, workers=0)
     # pretokenized datasets need no template
-    job = make_job(tok, [{"name": "a", "source": "d.jsonl", "format": "pretokenized"}],
-                   generationPrefix=None)
+    job = make_job(
+        tok, [{"name": "a", "source": "d.jsonl", "format": "pretokenized"}], generationPrefix=None
+    )
     open_tokenizer(job, tmp_path, workers=0).close()
 
 
@@ -97,15 +115,23 @@ def test_render_then_encode_gives_the_ids_of_apply_chat_template_tokenize(tmp_pa
     """The text route must equal the direct-ids route, also for a tokenizer that adds a BOS
     by itself (no double BOS)."""
     bos_dir = build_tokenizer(tmp_path / "bos", WITH_BOS, bos=True)
-    conv = [{"role": "system", "content": "Be brief, é ü 東京."},
-            {"role": "user", "content": "What's <think> in text?"}]
+    conv = [
+        {"role": "system", "content": "Be brief, é ü 東京."},
+        {"role": "user", "content": "What's <think> in text?"},
+    ]
     for directory in (kimi_like_dir, bos_dir):
         with open_tokenizer(make_job(directory, GLAIVE), tmp_path, workers=0) as ctx:
             assert ctx.settings.route == "text" and ctx.settings.backend_encode  # the fast path
             rendered = ctx.renderer.render(conv, [tool("get_weather")])
             tok = AutoTokenizer.from_pretrained(directory)
-            direct = tok.apply_chat_template(conv, tools=[tool("get_weather")], add_generation_prompt=True,
-                                             tokenize=True, return_dict=False, thinking=True)
+            direct = tok.apply_chat_template(
+                conv,
+                tools=[tool("get_weather")],
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=False,
+                thinking=True,
+            )
             assert rendered.ids == list(direct)
     bos_id = AutoTokenizer.from_pretrained(bos_dir).convert_tokens_to_ids(BOS)
     assert rendered.ids.count(bos_id) == 1

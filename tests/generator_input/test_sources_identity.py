@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,7 +19,8 @@ from .conftest import write_jsonl
 def test_jsonl_rows_are_numbered_across_files_in_name_order_and_bad_lines_become_errors(tmp_path):
     write_jsonl(tmp_path / "b.jsonl", [{"prompt": "b0"}])
     (tmp_path / "a.jsonl").write_bytes(
-        b'{"prompt": "a0"}\n\n{"prompt": "a1"\n"just a string"\n{"prompt": "\xff\xfe"}\n{"prompt": "a5"}')
+        b'{"prompt": "a0"}\n\n{"prompt": "a1"\n"just a string"\n{"prompt": "\xff\xfe"}\n{"prompt": "a5"}'
+    )
     (tmp_path / "notes.txt").write_text("ignored")
     rows = list(iter_rows(list_files(tmp_path)))
     assert [r.index for r in rows] == [0, 1, 2, 3, 4, 5]  # the blank line is not a row
@@ -33,11 +33,16 @@ def test_jsonl_rows_are_numbered_across_files_in_name_order_and_bad_lines_become
 
 
 def test_parquet_rows_and_jsonl_rows_get_the_same_keys(tmp_path):
-    rows = [{"prompt": "p0", "system": None}, {"prompt": "p1", "system": "s"},
-            {"prompt": "p2", "system": None}]
+    rows = [
+        {"prompt": "p0", "system": None},
+        {"prompt": "p1", "system": "s"},
+        {"prompt": "p2", "system": None},
+    ]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet", row_group_size=2)
-    write_jsonl(tmp_path / "j" / "d.jsonl", [{"prompt": "p0"}, {"prompt": "p1", "system": "s"},
-                                             {"prompt": "p2"}])
+    write_jsonl(
+        tmp_path / "j" / "d.jsonl",
+        [{"prompt": "p0"}, {"prompt": "p1", "system": "s"}, {"prompt": "p2"}],
+    )
     from_parquet = list(iter_rows([tmp_path / "d.parquet"]))
     from_jsonl = list(iter_rows([tmp_path / "j" / "d.jsonl"]))
     assert [r.data["prompt"] for r in from_parquet] == ["p0", "p1", "p2"]
@@ -49,8 +54,11 @@ def test_row_index_reads_any_row_of_jsonl_and_parquet(tmp_path, monkeypatch, cac
     import draftgen.generator.sources as sources
 
     monkeypatch.setattr(sources, "ROW_GROUP_CACHE_BYTES", cache_bytes)
-    pq.write_table(pa.Table.from_pylist([{"prompt": f"q{i}"} for i in range(5)]),
-                   tmp_path / "b.parquet", row_group_size=2)
+    pq.write_table(
+        pa.Table.from_pylist([{"prompt": f"q{i}"} for i in range(5)]),
+        tmp_path / "b.parquet",
+        row_group_size=2,
+    )
     write_jsonl(tmp_path / "a.jsonl", [{"prompt": f"j{i}"} for i in range(3)])
     files = list_files(tmp_path)
     index = RowIndex(files)
@@ -60,12 +68,18 @@ def test_row_index_reads_any_row_of_jsonl_and_parquet(tmp_path, monkeypatch, cac
         assert index.read(i) == sequential[i]
 
 
-@pytest.mark.parametrize("setup, message", [
-    (lambda d: d / "missing.jsonl", "no such file"),
-    (lambda d: (d / "empty").mkdir() or d / "empty", "no .jsonl or .parquet"),
-    (lambda d: (d / "x.csv").write_text("a,b") and d / "x.csv", "not a JSONL"),
-    (lambda d: (d / "x.parquet").write_bytes(b"nope") and d / "x.parquet", "not a readable Parquet"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda d: d / "missing.jsonl", "no such file"),
+        (lambda d: (d / "empty").mkdir() or d / "empty", "no .jsonl or .parquet"),
+        (lambda d: (d / "x.csv").write_text("a,b") and d / "x.csv", "not a JSONL"),
+        (
+            lambda d: (d / "x.parquet").write_bytes(b"nope") and d / "x.parquet",
+            "not a readable Parquet",
+        ),
+    ],
+)
 def test_unreadable_sources_are_clear_errors(tmp_path, setup, message):
     with pytest.raises(SourceError, match=message):
         files = list_files(setup(tmp_path))
@@ -95,9 +109,13 @@ def test_identity_survives_file_reordering(tmp_path):
     assert keys(tmp_path / "one") == keys(tmp_path / "two")
 
 
-CONV = [{"role": "system", "content": "s"}, {"role": "user", "content": "u0"},
-        {"role": "assistant", "content": "a0"}, {"role": "user", "content": "u1"},
-        {"role": "assistant", "content": "a1"}]
+CONV = [
+    {"role": "system", "content": "s"},
+    {"role": "user", "content": "u0"},
+    {"role": "assistant", "content": "a0"},
+    {"role": "user", "content": "u1"},
+    {"role": "assistant", "content": "a1"},
+]
 
 
 def test_turns_last_regenerates_the_final_assistant_turn():

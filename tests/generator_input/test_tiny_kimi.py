@@ -14,12 +14,20 @@ from draftgen.spec import load_job
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
-pytestmark = pytest.mark.skipif(not (TINY_KIMI / "tokenizer.json").exists(),
-                                reason="tiny-kimi not built yet: run `make models`")
+pytestmark = pytest.mark.skipif(
+    not (TINY_KIMI / "tokenizer.json").exists(), reason="tiny-kimi not built yet: run `make models`"
+)
 
-KIMI_IDS = {"<|im_end|>": 163586, "<|im_user|>": 163587, "<|im_assistant|>": 163588,
-            "<|im_system|>": 163594, "<|tool_calls_section_begin|>": 163595,
-            "<|im_middle|>": 163601, "<think>": 163606, "</think>": 163607}
+KIMI_IDS = {
+    "<|im_end|>": 163586,
+    "<|im_user|>": 163587,
+    "<|im_assistant|>": 163588,
+    "<|im_system|>": 163594,
+    "<|tool_calls_section_begin|>": 163595,
+    "<|im_middle|>": 163601,
+    "<think>": 163606,
+    "</think>": 163607,
+}
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +62,7 @@ def test_glaive_tools_are_declared_in_input_ids_and_prompts_end_with_think(demo)
         assert s.input_ids[-2:] == [163601, 163606]  # ...<|im_middle|><think>
         assert 163588 in s.input_ids[-8:]  # <|im_assistant|>
     for s in with_tools:
-        assert s.input_ids[:len(declare)] == declare
+        assert s.input_ids[: len(declare)] == declare
         text = tok.decode(s.input_ids)
         assert "namespace functions {" in text and "type " in text
     # a turn after a call carries the call in Kimi's own tool-call tokens
@@ -64,7 +72,11 @@ def test_glaive_tools_are_declared_in_input_ids_and_prompts_end_with_think(demo)
 
 def test_the_ids_are_what_apply_chat_template_gives(demo):
     job, base, ctx = demo
-    chat = next(ds for ds in job.spec.datasets if ds.format == "messages" and ds.selection.mode == "sequential")
+    chat = next(
+        ds
+        for ds in job.spec.datasets
+        if ds.format == "messages" and ds.selection.mode == "sequential"
+    )
     item = next(iter_samples(job, chat, base_dir=base, tokenizer_ctx=ctx))
     assert isinstance(item, Sample)
     import json
@@ -74,8 +86,9 @@ def test_the_ids_are_what_apply_chat_template_gives(demo):
     from draftgen.generator.identity import select_turns
 
     [(_, prompt)] = select_turns(row["messages"], "last")
-    expected = tok.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True,
-                                       return_dict=False, thinking=True)
+    expected = tok.apply_chat_template(
+        prompt, add_generation_prompt=True, tokenize=True, return_dict=False, thinking=True
+    )
     assert item.input_ids == list(expected)
     assert expected[-1] == 163606
 
@@ -83,14 +96,18 @@ def test_the_ids_are_what_apply_chat_template_gives(demo):
 TINY_CHATML = REPO / ".cache" / "models" / "tiny-chatml"
 
 
-@pytest.mark.skipif(not (TINY_CHATML / "tokenizer.json").exists(), reason="tiny-chatml not built: run `make models`")
+@pytest.mark.skipif(
+    not (TINY_CHATML / "tokenizer.json").exists(), reason="tiny-chatml not built: run `make models`"
+)
 def test_the_kimi_job_with_another_models_tokenizer_is_refused(tmp_path):
     """demo.yaml's Kimi settings against the ChatML test model's tokenizer: wrong data, refused."""
     from draftgen.generator.integrity import IntegrityError
 
     job = load_job(REPO / "examples" / "demo.yaml")
     job.spec.model.tokenizer = str(TINY_CHATML)
-    with pytest.raises(IntegrityError, match="model.specialTokens: .*'<\\|tool_calls_section_begin\\|>' encodes to"):
+    with pytest.raises(
+        IntegrityError, match="model.specialTokens: .*'<\\|tool_calls_section_begin\\|>' encodes to"
+    ):
         open_tokenizer(job, REPO / "examples", workers=0)
     job.spec.model.special_tokens = []
     with pytest.raises(IntegrityError, match="model.generationPrefix: .*not '<think>'"):

@@ -13,11 +13,18 @@ from pathlib import Path
 
 VOCAB_SIZE = 163_840
 SPECIALS = {
-    "<|im_end|>": 163586, "<|im_user|>": 163587, "<|im_assistant|>": 163588,
-    "<|im_system|>": 163594, "<|tool_calls_section_begin|>": 163595,
-    "<|tool_calls_section_end|>": 163596, "<|tool_call_begin|>": 163597,
-    "<|tool_call_argument_begin|>": 163598, "<|tool_call_end|>": 163599,
-    "<|im_middle|>": 163601, "<think>": 163606, "</think>": 163607,
+    "<|im_end|>": 163586,
+    "<|im_user|>": 163587,
+    "<|im_assistant|>": 163588,
+    "<|im_system|>": 163594,
+    "<|tool_calls_section_begin|>": 163595,
+    "<|tool_calls_section_end|>": 163596,
+    "<|tool_call_begin|>": 163597,
+    "<|tool_call_argument_begin|>": 163598,
+    "<|tool_call_end|>": 163599,
+    "<|im_middle|>": 163601,
+    "<think>": 163606,
+    "</think>": 163607,
 }
 THINK = SPECIALS["<think>"]
 
@@ -37,14 +44,18 @@ BODY = (
     "{{ m.content }}<|im_end|>"
     "{%- endif -%}{%- endfor -%}"
 )
-GEN = ("{%- if add_generation_prompt -%}<|im_assistant|>assistant<|im_middle|>"
-       "{%- if thinking -%}<think>{%- endif -%}{%- endif -%}")
+GEN = (
+    "{%- if add_generation_prompt -%}<|im_assistant|>assistant<|im_middle|>"
+    "{%- if thinking -%}<think>{%- endif -%}{%- endif -%}"
+)
 
 KIMI_LIKE = TOOLS_BLOCK + BODY + GEN
 DROPS_TOOLS = BODY + GEN
-NO_SYSTEM = ("{%- for m in messages -%}{%- if m.role == 'system' -%}"
-             "{{ raise_exception('system messages are not supported') }}{%- endif -%}{%- endfor -%}"
-             + KIMI_LIKE)
+NO_SYSTEM = (
+    "{%- for m in messages -%}{%- if m.role == 'system' -%}"
+    "{{ raise_exception('system messages are not supported') }}{%- endif -%}{%- endfor -%}"
+    + KIMI_LIKE
+)
 
 
 ONE_TOOL_ONLY = TOOLS_BLOCK.replace("if tools", "if tools and tools | length == 1") + BODY + GEN
@@ -52,8 +63,12 @@ WITH_BOS = "{{ bos_token }}" + KIMI_LIKE
 BOS = "[BOS]"
 
 
-def build_tokenizer(directory: Path, template: str | None = KIMI_LIKE,
-                    specials: dict[str, int] = SPECIALS, bos: bool = False) -> Path:
+def build_tokenizer(
+    directory: Path,
+    template: str | None = KIMI_LIKE,
+    specials: dict[str, int] = SPECIALS,
+    bos: bool = False,
+) -> Path:
     """Write a tokenizer directory loadable by `AutoTokenizer.from_pretrained`; with `bos`,
     encoding adds a BOS token by itself (as Llama-style tokenizers do)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
@@ -72,7 +87,8 @@ def build_tokenizer(directory: Path, template: str | None = KIMI_LIKE,
     if bos:
         tok.add_special_tokens([BOS])
         tok.post_processor = processors.TemplateProcessing(
-            single=f"{BOS} $A", special_tokens=[(BOS, tok.token_to_id(BOS))])
+            single=f"{BOS} $A", special_tokens=[(BOS, tok.token_to_id(BOS))]
+        )
         extra["bos_token"] = BOS
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", **extra)
     if template is not None:

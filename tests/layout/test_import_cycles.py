@@ -14,8 +14,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 # Package name → directory, as pyproject.toml's package-dir installs them.
-ROOTS = {"draftgen": REPO / "draftgen", "draftgen.generator": REPO / "generator",
-         "draftgen.controller": REPO / "operator"}
+ROOTS = {
+    "draftgen": REPO / "draftgen",
+    "draftgen.generator": REPO / "generator",
+    "draftgen.controller": REPO / "operator",
+}
 
 Graph = dict[str, set[str]]
 
@@ -36,7 +39,8 @@ def find_modules(roots: dict[str, Path]) -> dict[str, Path]:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(tree: ast.AST):
@@ -67,8 +71,10 @@ def import_graph(modules: dict[str, Path]) -> Graph:
                 if node.level:
                     anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join(anchor + ([base] if base else []))
-                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
-                           for alias in node.names]
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                    for alias in node.names
+                ]
             for target in targets:
                 while target and target not in modules:  # `import a.b.c` of a name: its module
                     target = target.rpartition(".")[0]
@@ -80,6 +86,7 @@ def import_graph(modules: dict[str, Path]) -> Graph:
 def package_graph(graph: Graph, packages: set[str]) -> Graph:
     """The graph between top-level packages (`draftgen.spec`, ...); a top-level module such as
     `draftgen.cli` stays its own node. Imports inside one package are dropped."""
+
     def group(module: str) -> str:
         top = ".".join(module.split(".")[:2])
         return top if top in packages else module
@@ -87,7 +94,8 @@ def package_graph(graph: Graph, packages: set[str]) -> Graph:
     out: Graph = {}
     for source, targets in graph.items():
         out.setdefault(group(source), set()).update(
-            group(t) for t in targets if group(t) != group(source))
+            group(t) for t in targets if group(t) != group(source)
+        )
     return out
 
 
@@ -101,7 +109,7 @@ def find_cycle(graph: Graph) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
         path.pop()
@@ -120,15 +128,19 @@ def _packages(modules: dict[str, Path]) -> set[str]:
 
 # ------------------------------------------------------------------------------------- the repo
 
+
 def test_every_module_imports():
     names = sorted(find_modules(ROOTS))
-    code = ("import importlib, sys, traceback\nbad = []\n"
-            "for name in sys.argv[1:]:\n"
-            "    try:\n        importlib.import_module(name)\n"
-            "    except Exception:\n        bad.append(name + ':\\n' + traceback.format_exc())\n"
-            "print('\\n'.join(bad)); sys.exit(1 if bad else 0)\n")
-    result = subprocess.run([sys.executable, "-c", code, *names], cwd=REPO, capture_output=True,
-                            text=True, timeout=300)
+    code = (
+        "import importlib, sys, traceback\nbad = []\n"
+        "for name in sys.argv[1:]:\n"
+        "    try:\n        importlib.import_module(name)\n"
+        "    except Exception:\n        bad.append(name + ':\\n' + traceback.format_exc())\n"
+        "print('\\n'.join(bad)); sys.exit(1 if bad else 0)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, *names], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert len(names) > 50  # the walk found the packages (generator and controller included)
     assert {"draftgen.generator.run", "draftgen.controller.reconcile"} <= set(names)
@@ -147,6 +159,7 @@ def test_no_import_cycle_between_packages():
 
 # ------------------------------------------------------------------ the checker finds real cycles
 
+
 def _tree(tmp_path: Path, files: dict[str, str]) -> dict[str, Path]:
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -155,35 +168,50 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> dict[str, Path]:
 
 
 def test_a_lazy_import_still_makes_a_cycle(tmp_path):
-    modules = _tree(tmp_path, {
-        "__init__.py": "",
-        "gen/__init__.py": "",
-        "gen/formats.py": "def parse():\n    from .glaive import parse_glaive\n",
-        "gen/glaive.py": "from .formats import parse\n",
-    })
+    modules = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "gen/__init__.py": "",
+            "gen/formats.py": "def parse():\n    from .glaive import parse_glaive\n",
+            "gen/glaive.py": "from .formats import parse\n",
+        },
+    )
     assert find_cycle(import_graph(modules)) == [
-        "draftgen.gen.formats", "draftgen.gen.glaive", "draftgen.gen.formats"]
+        "draftgen.gen.formats",
+        "draftgen.gen.glaive",
+        "draftgen.gen.formats",
+    ]
 
 
 def test_a_type_checking_import_is_no_cycle(tmp_path):
-    modules = _tree(tmp_path, {
-        "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from draftgen import b\n",
-        "b.py": "from . import a\n",
-    })
+    modules = _tree(
+        tmp_path,
+        {
+            "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from draftgen import b\n",
+            "b.py": "from . import a\n",
+        },
+    )
     assert find_cycle(import_graph(modules)) is None
 
 
 def test_a_cycle_between_packages_is_found(tmp_path):
-    modules = _tree(tmp_path, {
-        "spec/__init__.py": "from .server import Server\n",
-        "spec/server.py": "from draftgen.plan.hostmem import check\n",
-        "plan/__init__.py": "",
-        "plan/hostmem.py": "",
-        "plan/planner.py": "from draftgen.spec import Server\n",
-    })
+    modules = _tree(
+        tmp_path,
+        {
+            "spec/__init__.py": "from .server import Server\n",
+            "spec/server.py": "from draftgen.plan.hostmem import check\n",
+            "plan/__init__.py": "",
+            "plan/hostmem.py": "",
+            "plan/planner.py": "from draftgen.spec import Server\n",
+        },
+    )
     assert find_cycle(import_graph(modules)) is None  # module by module it is one way...
     assert find_cycle(package_graph(import_graph(modules), _packages(modules))) == [
-        "draftgen.plan", "draftgen.spec", "draftgen.plan"]  # ...but the packages go round
+        "draftgen.plan",
+        "draftgen.spec",
+        "draftgen.plan",
+    ]  # ...but the packages go round
 
 
 def test_importing_a_module_acts_on_nothing():
@@ -191,13 +219,16 @@ def test_importing_a_module_acts_on_nothing():
     switches as they were: a module acts when it is called (kopf's handler registration in
     draftgen.controller.handlers is the one intended exception, and it touches none of these)."""
     names = sorted(find_modules(ROOTS))
-    code = ("import importlib, os, sys, threading\n"
-            "import prometheus_client.metrics as pm\n"
-            "env, threads, created = dict(os.environ), threading.active_count(), pm._use_created\n"
-            "for name in sys.argv[1:]:\n    importlib.import_module(name)\n"
-            "changed = sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k))\n"
-            "print(changed, threading.active_count() - threads, pm._use_created == created)\n")
-    result = subprocess.run([sys.executable, "-c", code, *names], cwd=REPO, capture_output=True,
-                            text=True, timeout=300)
+    code = (
+        "import importlib, os, sys, threading\n"
+        "import prometheus_client.metrics as pm\n"
+        "env, threads, created = dict(os.environ), threading.active_count(), pm._use_created\n"
+        "for name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+        "changed = sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k))\n"
+        "print(changed, threading.active_count() - threads, pm._use_created == created)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, *names], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[-2] == "[] 0 True", result.stdout

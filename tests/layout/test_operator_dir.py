@@ -9,8 +9,9 @@ import sys
 def test_stdlib_operator_wins_when_run_from_repo_root(repo):
     # -S skips site, so nothing preloads `operator`: the worst case for shadowing.
     code = "import operator, collections; print(operator.eq(2, 2), operator.__file__)"
-    out = subprocess.run([sys.executable, "-S", "-c", code], cwd=repo, capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
     assert out.startswith("True ")
     assert not out.split()[1].startswith(str(repo))
 

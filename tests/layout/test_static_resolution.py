@@ -27,8 +27,12 @@ def test_package_links_point_at_top_level_folders(repo, link, target):
 
 def test_every_draftgen_import_resolves_to_a_file_in_the_tree(repo):
     unresolved = []
-    sources = [p for d in ("draftgen", "generator", "operator", "tests", "bench", "scripts")
-               for p in (repo / d).rglob("*.py") if ".cache" not in p.parts]
+    sources = [
+        p
+        for d in ("draftgen", "generator", "operator", "tests", "bench", "scripts")
+        for p in (repo / d).rglob("*.py")
+        if ".cache" not in p.parts
+    ]
     for source in sources:
         for node in ast.walk(ast.parse(source.read_text(), str(source))):
             names: list[str] = []

@@ -44,16 +44,23 @@ RESOURCES = {
     "v1/configmaps": dict(kind="ConfigMap", namespaced=True),
     "v1/events": dict(kind="Event", namespaced=True),
     "v1/namespaces": dict(kind="Namespace", namespaced=False),
-    "apps/v1/deployments": dict(kind="Deployment", namespaced=True,
-                                subresources={"status", "scale"}),
+    "apps/v1/deployments": dict(
+        kind="Deployment", namespaced=True, subresources={"status", "scale"}
+    ),
     "batch/v1/jobs": dict(kind="Job", namespaced=True, subresources={"status"}),
     "apiextensions.k8s.io/v1/customresourcedefinitions": dict(
-        kind="CustomResourceDefinition", namespaced=False),
+        kind="CustomResourceDefinition", namespaced=False
+    ),
     "admissionregistration.k8s.io/v1/validatingwebhookconfigurations": dict(
-        kind="ValidatingWebhookConfiguration", namespaced=False),
+        kind="ValidatingWebhookConfiguration", namespaced=False
+    ),
     "draftgen.io/v1alpha1/generationjobs": dict(
-        kind="GenerationJob", singular="generationjob", namespaced=True,
-        shortnames={"gj"}, subresources={"status"}),
+        kind="GenerationJob",
+        singular="generationjob",
+        namespaced=True,
+        shortnames={"gj"},
+        subresources={"status"},
+    ),
 }
 VERBS = {"get", "list", "watch", "create", "patch", "update", "delete"}
 
@@ -97,8 +104,9 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
             try:
                 version = self._stamp(request)
             except (jsonpatch.JsonPatchConflict, jsonpatch.JsonPatchTestFailed) as err:
-                raise kmock_k8s.KubernetesError(status=422, reason="Invalid",
-                                                message=str(err)) from None
+                raise kmock_k8s.KubernetesError(
+                    status=422, reason="Invalid", message=str(err)
+                ) from None
         try:
             return await super()._handle(request)
         finally:
@@ -113,8 +121,11 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
         since = _version(dict(request.params).get("resourceVersion"))
         bus = self._buses[request.resource]
         async with self._lock:
-            snapshot = [obj.raw for (resource, namespace, name), obj in self._objects.items()
-                        if not obj.deleted and _watched(request, resource, namespace, name)]
+            snapshot = [
+                obj.raw
+                for (resource, namespace, name), obj in self._objects.items()
+                if not obj.deleted and _watched(request, resource, namespace, name)
+            ]
             marker = await bus.mark()
         try:
             for raw in snapshot:
@@ -134,9 +145,14 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
         selector = dict(request.params).get("labelSelector")
         if selector:
             terms = dict(term.split("=", 1) for term in selector.split(",") if "=" in term)
-            result["items"] = [o for o in result["items"] if all(
-                ((o.get("metadata") or {}).get("labels") or {}).get(k) == v
-                for k, v in terms.items())]
+            result["items"] = [
+                o
+                for o in result["items"]
+                if all(
+                    ((o.get("metadata") or {}).get("labels") or {}).get(k) == v
+                    for k, v in terms.items()
+                )
+            ]
         return result
 
     def _stamp(self, request: kmock.Request) -> str | None:
@@ -153,8 +169,11 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
             return version
         elif request.action == kmock.action.UPDATE and request.name is not None:
             key = (request.resource, request.namespace, request.name)
-            current = self.objects[key].raw if key in self.objects and \
-                not self.objects[key].deleted else None
+            current = (
+                self.objects[key].raw
+                if key in self.objects and not self.objects[key].deleted
+                else None
+            )
             if current is None:
                 return None
             if isinstance(data, list):
@@ -165,14 +184,21 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
                 spec_changed = any(str(op.get("path", "")).startswith("/spec") for op in data)
                 data.append({"op": "add", "path": "/metadata/resourceVersion", "value": version})
                 if spec_changed and request.subresource is None:
-                    data.append({"op": "add", "path": "/metadata/generation",
-                                 "value": int(current["metadata"].get("generation", 1)) + 1})
+                    data.append(
+                        {
+                            "op": "add",
+                            "path": "/metadata/generation",
+                            "value": int(current["metadata"].get("generation", 1)) + 1,
+                        }
+                    )
             elif isinstance(data, dict):
-                meta = data.setdefault("metadata", {}) if data.get("metadata") is not None \
-                    else data.setdefault("metadata", {})
+                meta = data.setdefault("metadata", {})
                 meta["resourceVersion"] = version
-                if "spec" in data and request.subresource is None and \
-                        data["spec"] != current.get("spec"):
+                if (
+                    "spec" in data
+                    and request.subresource is None
+                    and data["spec"] != current.get("spec")
+                ):
                     meta["generation"] = int(current["metadata"].get("generation", 1)) + 1
             return version
         return None
@@ -202,16 +228,24 @@ def _version(value: Any) -> int | None:
         return None
 
 
-def _watched(request: kmock.Request, resource: Any, namespace: str | None, name: str | None) -> bool:
+def _watched(
+    request: kmock.Request, resource: Any, namespace: str | None, name: str | None
+) -> bool:
     """Whether a watch request covers this object (a watch without a namespace sees all)."""
-    return resource == request.resource and \
-        (request.namespace is None or namespace == request.namespace) and \
-        (request.name is None or name == request.name)
+    return (
+        resource == request.resource
+        and (request.namespace is None or namespace == request.namespace)
+        and (request.name is None or name == request.name)
+    )
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat().replace(
-        "+00:00", "Z")
+    return (
+        datetime.datetime.now(datetime.UTC)
+        .replace(microsecond=0)
+        .isoformat()
+        .replace("+00:00", "Z")
+    )
 
 
 class EmulatorThread:
@@ -244,13 +278,27 @@ class EmulatorThread:
         self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("the Kubernetes emulator did not start")
-        self.kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
-            "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
-            "users": [{"name": "tester", "user": {"token": "test-token"}}],
-            "contexts": [{"name": "emulator", "context": {
-                "cluster": "emulator", "user": "tester", "namespace": "default"}}],
-        }))
+        self.kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "emulator",
+                    "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
+                    "users": [{"name": "tester", "user": {"token": "test-token"}}],
+                    "contexts": [
+                        {
+                            "name": "emulator",
+                            "context": {
+                                "cluster": "emulator",
+                                "user": "tester",
+                                "namespace": "default",
+                            },
+                        }
+                    ],
+                }
+            )
+        )
         self.http = httpx.Client(base_url=self.url, timeout=10)
         return self
 
@@ -265,6 +313,7 @@ class EmulatorThread:
     def call(self, fn, *args):
         async def run():
             return fn(*args)
+
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(10)
 
@@ -272,6 +321,7 @@ class EmulatorThread:
         """Every Kubernetes request so far: arrival time (epoch seconds), method, action, group,
         plural, subresource, namespace, name (or the created object's name), user agent, and
         the body as sent (`data`)."""
+
         def collect():
             out = []
             for arrived, r in list(self.emulator.served):  # type: ignore[union-attr]
@@ -280,27 +330,41 @@ class EmulatorThread:
                 name = r.name
                 if name is None and isinstance(r.data, dict):
                     name = (r.data.get("metadata") or {}).get("name")
-                out.append({
-                    "time": arrived, "method": str(r.method.value),
-                    "action": str(r.action.value).lower() if r.action is not None else None,
-                    "group": r.resource.group or "", "plural": r.resource.plural,
-                    "subresource": r.subresource, "namespace": r.namespace, "name": name,
-                    "agent": r.headers.get("User-Agent", ""), "data": r.data})
+                out.append(
+                    {
+                        "time": arrived,
+                        "method": str(r.method.value),
+                        "action": str(r.action.value).lower() if r.action is not None else None,
+                        "group": r.resource.group or "",
+                        "plural": r.resource.plural,
+                        "subresource": r.subresource,
+                        "namespace": r.namespace,
+                        "name": name,
+                        "agent": r.headers.get("User-Agent", ""),
+                        "data": r.data,
+                    }
+                )
             return out
+
         return self.call(collect)
 
     def stored(self, plural: str, namespace: str, pick=lambda obj: obj["metadata"]["name"]) -> list:
         """`pick(object)` of each live object of `plural` in `namespace`, read in the emulator's
         own loop without HTTP: cheap enough to poll often without loading the emulator."""
+
         def collect():
-            return [pick(obj.raw) for (resource, ns, _), obj in
-                    list(self.emulator.objects.items())  # type: ignore[union-attr]
-                    if resource.plural == plural and ns == namespace and not obj.deleted]
+            return [
+                pick(obj.raw)
+                for (resource, ns, _), obj in list(self.emulator.objects.items())  # type: ignore[union-attr]
+                if resource.plural == plural and ns == namespace and not obj.deleted
+            ]
+
         return self.call(collect)
 
     def creates(self, plural: str) -> list[str]:
         """Names of the objects of `plural` that came into existence, once per creation (a
         POST answered 409 because the object exists creates nothing and is not listed)."""
+
         def collect():
             out = []
             for (resource, _, name), obj in list(self.emulator.objects.items()):  # type: ignore[union-attr]
@@ -312,6 +376,7 @@ class EmulatorThread:
                         out.append(name)
                     alive = version is not None
             return sorted(out)
+
         return self.call(collect)
 
     # -- the API over HTTP, as a user or a controller would use it ---------------------------
@@ -332,11 +397,15 @@ class EmulatorThread:
         rsp.raise_for_status()
         return rsp.json()
 
-    def patch(self, api: str, plural: str, ns: str, name: str, patch: dict,
-              subresource: str | None = None) -> dict:
+    def patch(
+        self, api: str, plural: str, ns: str, name: str, patch: dict, subresource: str | None = None
+    ) -> dict:
         url = f"{api}/namespaces/{ns}/{plural}/{name}" + (f"/{subresource}" if subresource else "")
-        rsp = self.http.patch(url, json=patch,  # type: ignore[union-attr]
-                              headers={"Content-Type": "application/merge-patch+json"})
+        rsp = self.http.patch(
+            url,
+            json=patch,  # type: ignore[union-attr]
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
         rsp.raise_for_status()
         return rsp.json()
 

@@ -9,8 +9,9 @@ import copy
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -41,6 +42,7 @@ def set_operator_test_env() -> None:
     imported, so the conftests call this from `pytest_configure`, before any test module imports
     them. Only the operator reads `DRAFTGEN_OPERATOR_*`, so they may stay for the session."""
     os.environ.update(OPERATOR_TEST_ENV)
+
 
 GJ = "/apis/draftgen.io/v1alpha1"
 APPS = "/apis/apps/v1"
@@ -85,8 +87,9 @@ class Cluster:
         return self.emu.patch(GJ, "generationjobs", self.ns, name, {"spec": patch})
 
     def wait_phase(self, name: str, phase: str, timeout: float = 30.0) -> dict:
-        return wait_for(lambda: (s := self.status(name)).get("phase") == phase and s,
-                        f"phase {phase}", timeout)
+        return wait_for(
+            lambda: (s := self.status(name)).get("phase") == phase and s, f"phase {phase}", timeout
+        )
 
     def condition(self, name: str, type_: str) -> dict | None:
         for cond in self.status(name).get("conditions") or []:
@@ -108,41 +111,93 @@ class Cluster:
         return self.emu.get(BATCH, "jobs", self.ns, name)
 
     # the parts of the controllers and kubelet the emulator lacks
-    def server_ready(self, job: str, replica: int = 0, ready: bool = True,
-                     pod_ip: str = "127.0.0.1") -> None:
+    def server_ready(
+        self, job: str, replica: int = 0, ready: bool = True, pod_ip: str = "127.0.0.1"
+    ) -> None:
         """A running server pod and its Deployment's readyReplicas, as a cluster would report."""
         name = f"{job}-server-{replica}"
-        self.put_pod(f"{name}-abc12", {"draftgen.io/job": job, "draftgen.io/component": "server",
-                                       "draftgen.io/replica": str(replica)},
-                     {"phase": "Running", "podIP": pod_ip, "containerStatuses": [
-                         {"name": "sglang", "ready": ready, "restartCount": 0,
-                          "state": {"running": {}}}]})
-        self.emu.patch(APPS, "deployments", self.ns, name,
-                       {"status": {"replicas": 1, "readyReplicas": 1 if ready else 0}},
-                       subresource="status")
+        self.put_pod(
+            f"{name}-abc12",
+            {
+                "draftgen.io/job": job,
+                "draftgen.io/component": "server",
+                "draftgen.io/replica": str(replica),
+            },
+            {
+                "phase": "Running",
+                "podIP": pod_ip,
+                "containerStatuses": [
+                    {"name": "sglang", "ready": ready, "restartCount": 0, "state": {"running": {}}}
+                ],
+            },
+        )
+        self.emu.patch(
+            APPS,
+            "deployments",
+            self.ns,
+            name,
+            {"status": {"replicas": 1, "readyReplicas": 1 if ready else 0}},
+            subresource="status",
+        )
 
     def put_pod(self, name: str, labels: dict, status: dict) -> None:
         if self.emu.get(CORE, "pods", self.ns, name) is None:
-            self.emu.create(CORE, "pods", self.ns, {
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "namespace": self.ns, "labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "x"}]}})
+            self.emu.create(
+                CORE,
+                "pods",
+                self.ns,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": name, "namespace": self.ns, "labels": labels},
+                    "spec": {"containers": [{"name": "c", "image": "x"}]},
+                },
+            )
         self.emu.patch(CORE, "pods", self.ns, name, {"status": status}, subresource="status")
 
     def generator_running(self, job: str, pod_ip: str = "127.0.0.1") -> None:
-        self.put_pod(f"{job}-generator-xyz34",
-                     {"draftgen.io/job": job, "draftgen.io/component": "generator"},
-                     {"phase": "Running", "podIP": pod_ip, "containerStatuses": [
-                         {"name": "generator", "ready": True, "restartCount": 0,
-                          "state": {"running": {}}}]})
+        self.put_pod(
+            f"{job}-generator-xyz34",
+            {"draftgen.io/job": job, "draftgen.io/component": "generator"},
+            {
+                "phase": "Running",
+                "podIP": pod_ip,
+                "containerStatuses": [
+                    {
+                        "name": "generator",
+                        "ready": True,
+                        "restartCount": 0,
+                        "state": {"running": {}},
+                    }
+                ],
+            },
+        )
 
     def finish_generator(self, job: str, succeeded: bool = True, message: str = "") -> None:
-        cond = ({"type": "Complete", "status": "True"} if succeeded else
-                {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-                 "message": message or "Job has reached the specified backoff limit"})
-        self.emu.patch(BATCH, "jobs", self.ns, f"{job}-generator", {"status": {
-            "succeeded": 1 if succeeded else 0, "failed": 0 if succeeded else 7,
-            "conditions": [cond]}}, subresource="status")
+        cond = (
+            {"type": "Complete", "status": "True"}
+            if succeeded
+            else {
+                "type": "Failed",
+                "status": "True",
+                "reason": "BackoffLimitExceeded",
+                "message": message or "Job has reached the specified backoff limit",
+            }
+        )
+        self.emu.patch(
+            BATCH,
+            "jobs",
+            self.ns,
+            f"{job}-generator",
+            {
+                "status": {
+                    "succeeded": 1 if succeeded else 0,
+                    "failed": 0 if succeeded else 7,
+                    "conditions": [cond],
+                }
+            },
+            subresource="status",
+        )
 
 
 def example_job(namespace: str, name: str = "kimi", **spec_changes: Any) -> dict:
@@ -216,9 +271,19 @@ def running_operator():
 
     verbose = ["--verbose"] if os.environ.get("DRAFTGEN_TEST_KOPF_VERBOSE") else []
     try:
-        with kopf_registry_restored(), \
-                KopfRunner(["run", "--all-namespaces", "--standalone", *verbose,
-                            "-m", "draftgen.controller.handlers"]) as runner:
+        with (
+            kopf_registry_restored(),
+            KopfRunner(
+                [
+                    "run",
+                    "--all-namespaces",
+                    "--standalone",
+                    *verbose,
+                    "-m",
+                    "draftgen.controller.handlers",
+                ]
+            ) as runner,
+        ):
             yield runner
     finally:
         kube_config.KUBE_CONFIG_DEFAULT_LOCATION = saved_default

@@ -5,12 +5,13 @@ success → server torn down; and deletion cleans up everything."""
 from __future__ import annotations
 
 import yaml
-from .harness import Cluster, example_job, free_port, wait_for
 from prometheus_client import start_http_server
 
 from draftgen.controller import rbac
 from draftgen.generator.metrics import GeneratorMetrics
 from draftgen.spec import parse_job
+
+from .harness import Cluster, example_job, free_port, wait_for
 
 
 def _serve_generator_metrics(port: int) -> tuple[GeneratorMetrics, object]:
@@ -64,12 +65,17 @@ def test_create_to_success_then_teardown(cluster: Cluster, operator) -> None:
     assert parse_job(doc).spec.datasets[0].name == "b-chat"
     assert doc["spec"] == cluster.job("kimi")["spec"]
     container = gen["spec"]["template"]["spec"]["containers"][0]
-    assert container["args"][container["args"].index("--server") + 1] == \
-        "http://kimi-server-0.kimi-server.drafters.svc:30000"
+    assert (
+        container["args"][container["args"].index("--server") + 1]
+        == "http://kimi-server-0.kimi-server.drafters.svc:30000"
+    )
     assert gen["spec"]["backoffLimit"] == 6
     assert gen["metadata"]["ownerReferences"][0]["uid"] == uid
-    writable = [m["name"] for m in container["volumeMounts"]
-                if not m.get("readOnly") and m["name"] not in ("tmp",)]
+    writable = [
+        m["name"]
+        for m in container["volumeMounts"]
+        if not m.get("readOnly") and m["name"] not in ("tmp",)
+    ]
     assert writable == ["output"]
     status = cluster.wait_phase("kimi", "Generating")
     assert status["startTime"]
@@ -79,8 +85,10 @@ def test_create_to_success_then_teardown(cluster: Cluster, operator) -> None:
     metrics, server = _serve_generator_metrics(port)
     try:
         cluster.generator_running("kimi")
-        status = wait_for(lambda: (s := cluster.status("kimi")).get("datasets") and s,
-                          "per-dataset progress in status")
+        status = wait_for(
+            lambda: (s := cluster.status("kimi")).get("datasets") and s,
+            "per-dataset progress in status",
+        )
         by_name = {d["name"]: d for d in status["datasets"]}
         assert by_name["b-chat"]["completionTokens"] == 3_000_000
         assert by_name["b-chat"]["samples"] == 1000
@@ -89,7 +97,7 @@ def test_create_to_success_then_teardown(cluster: Cluster, operator) -> None:
         assert by_name["b-coding"]["done"] is True
         assert by_name["b-coding"]["overshootPercent"] == 4.0
         assert status["completionTokens"] == 13_400_000
-        assert status["progress"] == "65%"   # (3.0M + 10M capped) of 20M
+        assert status["progress"] == "65%"  # (3.0M + 10M capped) of 20M
         assert status["throughputTokensPerSecond"] == 930.0
         assert status["eta"] == "17h20m"
     finally:
@@ -115,17 +123,33 @@ def test_create_to_success_then_teardown(cluster: Cluster, operator) -> None:
 
 
 def _operator_requests(cluster: Cluster, action: str, plural: str) -> list[dict]:
-    return [r for r in cluster.emu.requests() if r["action"] == action and r["plural"] == plural
-            and r["agent"].startswith("draftgen-operator")]
+    return [
+        r
+        for r in cluster.emu.requests()
+        if r["action"] == action
+        and r["plural"] == plural
+        and r["agent"].startswith("draftgen-operator")
+    ]
 
 
-VERBS = {"list": "list", "watch": "watch", "fetch": "get", "create": "create",
-         "update": "patch", "delete": "delete"}
+VERBS = {
+    "list": "list",
+    "watch": "watch",
+    "fetch": "get",
+    "create": "create",
+    "update": "patch",
+    "delete": "delete",
+}
 
 
 def _assert_covered_by_rbac(cluster: Cluster) -> None:
-    allowed = {(g, r, v) for rule in rbac.RULES for g in rule["apiGroups"]
-               for r in rule["resources"] for v in rule["verbs"]}
+    allowed = {
+        (g, r, v)
+        for rule in rbac.RULES
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
     seen = set()
     for r in cluster.emu.requests():
         # Only the operator's own requests (kopf's and draftgen's client), not the test's.

@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 
 import pytest
-from tests.conftest import REPO
 
 from draftgen.controller import phases
 from draftgen.controller.phases import TRANSITIONS, Event, UndeclaredTransition, next_phase
 from draftgen.controller.reconcile import JobRef, Reconciler
 from draftgen.controller.settings import OperatorSettings
 from draftgen.spec.status import PHASES
+from tests.conftest import REPO
 
 
 def test_every_phase_is_reachable_from_pending_and_only_phases_appear() -> None:
@@ -30,14 +30,15 @@ def test_every_phase_is_reachable_from_pending_and_only_phases_appear() -> None:
 def test_an_undeclared_transition_is_refused() -> None:
     assert next_phase("Generating", Event.GENERATOR_SUCCEEDED) == "Succeeded"
     with pytest.raises(UndeclaredTransition, match="Succeeded on SUSPENDED"):
-        next_phase("Succeeded", Event.SUSPENDED)   # an ended job is moved to Pending first
+        next_phase("Succeeded", Event.SUSPENDED)  # an ended job is moved to Pending first
     with pytest.raises(UndeclaredTransition):
-        next_phase("Pending", Event.SPEC_FIXED)    # only a rejected (Failed) job is fixed
+        next_phase("Pending", Event.SPEC_FIXED)  # only a rejected (Failed) job is fixed
 
 
 def _rejected_job() -> JobRef:
-    return JobRef({"metadata": {"name": "j", "namespace": "ns", "generation": 1},
-                   "spec": {"datasets": []}})
+    return JobRef(
+        {"metadata": {"name": "j", "namespace": "ns", "generation": 1}, "spec": {"datasets": []}}
+    )
 
 
 def test_the_reconcile_takes_its_phases_from_the_table(monkeypatch) -> None:
@@ -60,17 +61,28 @@ def test_no_operator_module_assigns_the_phase_but_the_table() -> None:
     offenders = []
     for path in sorted((REPO / "operator").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            targets = node.targets if isinstance(node, ast.Assign) else \
-                [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AugAssign | ast.AnnAssign)
+                else []
+            )
             for target in targets:
                 for t in ast.walk(target):
-                    if isinstance(t, ast.Attribute) and t.attr == "phase" and not (
-                            isinstance(t.value, ast.Name) and t.value.id == "self"):
+                    if (
+                        isinstance(t, ast.Attribute)
+                        and t.attr == "phase"
+                        and not (isinstance(t.value, ast.Name) and t.value.id == "self")
+                    ):
                         offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert offenders == ["operator/phases.py:" + str(_enter_line())]
 
 
 def _enter_line() -> int:
     source = (REPO / "operator" / "phases.py").read_text()
-    return next(i for i, line in enumerate(source.splitlines(), 1)
-                if line.strip().startswith("status.phase = "))
+    return next(
+        i
+        for i, line in enumerate(source.splitlines(), 1)
+        if line.strip().startswith("status.phase = ")
+    )

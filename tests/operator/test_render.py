@@ -8,7 +8,6 @@ import copy
 import kubernetes_validate
 import pytest
 import yaml
-from .harness import REPO
 
 from draftgen.controller import names
 from draftgen.controller.render import render_all
@@ -16,14 +15,17 @@ from draftgen.controller.render import server as render_server
 from draftgen.controller.settings import OperatorSettings, effective_spec
 from draftgen.spec import parse_spec
 
+from .harness import REPO
+
 
 def _load(name: str) -> dict:
     return yaml.safe_load((REPO / "examples" / name).read_text())
 
 
 def _render(raw: dict, settings: OperatorSettings | None = None) -> dict[str, dict]:
-    objs = render_all(raw["metadata"]["name"], raw["metadata"].get("namespace", "default"),
-                      raw["spec"], settings)
+    objs = render_all(
+        raw["metadata"]["name"], raw["metadata"].get("namespace", "default"), raw["spec"], settings
+    )
     return {f"{o['kind']}/{o['metadata']['name']}": o for o in objs}
 
 
@@ -35,9 +37,13 @@ def _variants():
     kimi = _load("kimi-k2.5.yaml")
     demo = _load("demo.yaml")
     tweaked = copy.deepcopy(kimi)
-    tweaked["spec"]["server"].update(replicas=2, maxRunningRequests=72,
-                                     chunkedPrefillSize=8192, extraArgs=["--enable-mixed-chunk"],
-                                     resources={"limits": {"memory": "440Gi"}})
+    tweaked["spec"]["server"].update(
+        replicas=2,
+        maxRunningRequests=72,
+        chunkedPrefillSize=8192,
+        extraArgs=["--enable-mixed-chunk"],
+        resources={"limits": {"memory": "440Gi"}},
+    )
     tweaked["spec"]["model"]["hfTokenSecret"] = {"name": "hf", "key": "token"}
     tweaked["spec"]["generator"]["resources"] = {"requests": {"cpu": "4", "memory": "16Gi"}}
     return {"kimi-k2.5": kimi, "demo": demo, "kimi-two-replicas": tweaked}
@@ -48,7 +54,7 @@ def test_every_manifest_passes_strict_kubernetes_1_30_validation(name: str) -> N
     objs = _render(_variants()[name])
     kinds = sorted(o["kind"] for o in objs.values())
     assert "Deployment" in kinds and "Job" in kinds and "Service" in kinds
-    for key, obj in objs.items():
+    for obj in objs.values():
         # Raises on unknown fields (strict) or schema violations.
         kubernetes_validate.validate(obj, "1.30", strict=True)
 
@@ -59,6 +65,7 @@ def test_kimi_server_flags_come_from_the_spec() -> None:
 
     def flag(name: str) -> str:
         return args[args.index(name) + 1]
+
     assert flag("--model-path") == "/models/Kimi-K2.5"
     assert flag("--tp-size") == "8"
     assert flag("--mem-fraction-static") == "0.88"
@@ -83,7 +90,7 @@ def test_kimi_server_pod_has_probes_shm_readonly_model_and_no_privileges() -> No
     assert startup["httpGet"]["path"] == "/health_generate"
     assert startup["periodSeconds"] * startup["failureThreshold"] >= 30 * 60
     assert c["readinessProbe"]["httpGet"]["path"] == "/health_generate"
-    assert c["readinessProbe"]["timeoutSeconds"] > 20   # SGLang waits up to 20 s for a token
+    assert c["readinessProbe"]["timeoutSeconds"] > 20  # SGLang waits up to 20 s for a token
     assert c["livenessProbe"]["httpGet"]["path"] == "/health"
     env = {e["name"]: e for e in c["env"]}
     assert env["SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"]["value"] == "0"
@@ -94,8 +101,11 @@ def test_kimi_server_pod_has_probes_shm_readonly_model_and_no_privileges() -> No
     assert mounts["model"]["readOnly"] is True and mounts["dshm"]["mountPath"] == "/dev/shm"
     # Writable paths are exactly the explicit emptyDirs.
     assert c["securityContext"]["readOnlyRootFilesystem"] is True
-    assert {m["mountPath"] for m in c["volumeMounts"] if not m.get("readOnly")} == \
-        {"/dev/shm", "/tmp", "/home/sglang"}
+    assert {m["mountPath"] for m in c["volumeMounts"] if not m.get("readOnly")} == {
+        "/dev/shm",
+        "/tmp",
+        "/home/sglang",
+    }
     assert c["securityContext"]["allowPrivilegeEscalation"] is False
     assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -116,18 +126,23 @@ def test_hf_token_only_through_a_secret_reference() -> None:
     for key in ("Deployment/kimi-k25-eagle3-server-0", "Job/kimi-k25-eagle3-generator"):
         c = objs[key]["spec"]["template"]["spec"]["containers"][0]
         token = [e for e in c["env"] if e["name"] == "HF_TOKEN"]
-        assert token == [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
-            "name": "hf", "key": "token"}}}]
+        assert token == [
+            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}
+        ]
         assert "token" not in " ".join(c.get("args", []))
 
 
 def test_replicas_each_get_a_deployment_and_an_endpoint() -> None:
     objs = _render(_variants()["kimi-two-replicas"])
     assert "Deployment/kimi-k25-eagle3-server-1" in objs
-    args = objs["Job/kimi-k25-eagle3-generator"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    args = objs["Job/kimi-k25-eagle3-generator"]["spec"]["template"]["spec"]["containers"][0][
+        "args"
+    ]
     servers = [args[i + 1] for i, a in enumerate(args) if a == "--server"]
-    assert servers == [f"http://kimi-k25-eagle3-server-{i}.kimi-k25-eagle3-server.drafters.svc:30000"
-                       for i in (0, 1)]
+    assert servers == [
+        f"http://kimi-k25-eagle3-server-{i}.kimi-k25-eagle3-server.drafters.svc:30000"
+        for i in (0, 1)
+    ]
     dep_args = _container(objs["Deployment/kimi-k25-eagle3-server-1"])["args"]
     assert dep_args[-1] == "--enable-mixed-chunk"
     assert dep_args[dep_args.index("--max-running-requests") + 1] == "72"
@@ -170,15 +185,17 @@ def test_config_map_holds_the_users_document_without_status() -> None:
 
 
 def test_operator_defaults_fill_only_fields_the_job_leaves_unset() -> None:
-    settings = OperatorSettings(server_image="registry.local/sglang:pinned",
-                                server_mem_fraction_static=0.8,
-                                server_tensor_parallel_size=4,
-                                generator_image="registry.local/draftgen:1")
+    settings = OperatorSettings(
+        server_image="registry.local/sglang:pinned",
+        server_mem_fraction_static=0.8,
+        server_tensor_parallel_size=4,
+        generator_image="registry.local/draftgen:1",
+    )
     raw = _load("kimi-k2.5.yaml")
     spec = parse_spec(effective_spec(raw["spec"], settings))
-    assert spec.server.image == "registry.local/sglang:pinned"   # unset in the job
-    assert spec.server.mem_fraction_static == 0.88              # set in the job: kept
-    assert spec.server.tensor_parallel_size == 8                # set in the job: kept
+    assert spec.server.image == "registry.local/sglang:pinned"  # unset in the job
+    assert spec.server.mem_fraction_static == 0.88  # set in the job: kept
+    assert spec.server.tensor_parallel_size == 8  # set in the job: kept
     assert spec.generator.image == "registry.local/draftgen:1"
     raw["spec"]["server"].pop("tensorParallelSize")
     raw["spec"]["server"].pop("hierarchicalCache")
@@ -193,9 +210,11 @@ def test_server_template_hash_changes_only_with_the_server() -> None:
     settings = OperatorSettings()
 
     def digest(spec_raw: dict) -> str:
-        dep = render_server.deployment(parse_spec(effective_spec(spec_raw, settings)),
-                                       "j", "ns", 0, settings)
+        dep = render_server.deployment(
+            parse_spec(effective_spec(spec_raw, settings)), "j", "ns", 0, settings
+        )
         return dep["metadata"]["annotations"][names.SERVER_HASH_ANNOTATION]
+
     base = digest(raw["spec"])
     edited = copy.deepcopy(raw["spec"])
     edited["datasets"][0]["budget"] = {"completionTokens": 1}
@@ -207,8 +226,12 @@ def test_server_template_hash_changes_only_with_the_server() -> None:
 def test_docs_show_the_manifests_the_code_renders() -> None:
     import subprocess
     import sys
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "render_example.py"),
-                             "--check"], capture_output=True, text=True)
+
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "render_example.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     doc = (REPO / "docs" / "operator.md").read_text()
     assert "--hicache-size\n        - '48'" in doc
@@ -226,8 +249,10 @@ def test_generator_command_line_is_what_draftgen_generate_parses() -> None:
     generate_cli.add_arguments(parser)
     args = parser.parse_args(container["args"][1:])
     assert str(args.job) == "/etc/draftgen/job.yaml"
-    assert args.servers == [f"http://kimi-k25-eagle3-server-{i}.kimi-k25-eagle3-server"
-                            f".drafters.svc:30000" for i in (0, 1)]
+    assert args.servers == [
+        f"http://kimi-k25-eagle3-server-{i}.kimi-k25-eagle3-server.drafters.svc:30000"
+        for i in (0, 1)
+    ]
     assert str(args.output) == "/output/kimi-k2.5/eagle3-v1"
     assert str(args.inputs) == "/data"
     assert args.metrics_port == 9400

@@ -9,9 +9,10 @@ import tempfile
 
 import pytest
 import yaml
-from .harness import REPO
 
 from draftgen.controller.render import render_all
+
+from .harness import REPO
 
 pytestmark = pytest.mark.sglang
 SGLANG_PY = REPO / ".cache" / "venv-sglang" / "bin" / "python"
@@ -33,8 +34,9 @@ print(json.dumps(out))
 
 
 def _server_args(raw: dict) -> list[str]:
-    objs = render_all(raw["metadata"]["name"], raw["metadata"].get("namespace", "default"),
-                      raw["spec"])
+    objs = render_all(
+        raw["metadata"]["name"], raw["metadata"].get("namespace", "default"), raw["spec"]
+    )
     dep = next(o for o in objs if o["kind"] == "Deployment")
     return dep["spec"]["template"]["spec"]["containers"][0]["args"]
 
@@ -44,21 +46,35 @@ def test_sglang_parses_the_rendered_arguments() -> None:
         pytest.skip("the SGLang environment is missing: run `make sglang`")
     kimi = yaml.safe_load((REPO / "examples" / "kimi-k2.5.yaml").read_text())
     tuned = yaml.safe_load((REPO / "examples" / "kimi-k2.5.yaml").read_text())
-    tuned["spec"]["server"].update(maxRunningRequests=72, chunkedPrefillSize=8192,
-                                   extraArgs=["--enable-mixed-chunk"])
+    tuned["spec"]["server"].update(
+        maxRunningRequests=72, chunkedPrefillSize=8192, extraArgs=["--enable-mixed-chunk"]
+    )
     # Run outside the repository: its `operator/` directory would shadow the stdlib module.
-    result = subprocess.run([str(SGLANG_PY), "-c", PARSE,
-                             json.dumps([_server_args(kimi), _server_args(tuned)])],
-                            capture_output=True, text=True, cwd=tempfile.gettempdir(),
-                            timeout=300)
+    result = subprocess.run(
+        [str(SGLANG_PY), "-c", PARSE, json.dumps([_server_args(kimi), _server_args(tuned)])],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     parsed_kimi, parsed_tuned = json.loads(result.stdout.strip().splitlines()[-1])
     assert parsed_kimi == {
-        "model_path": "/models/Kimi-K2.5", "tp_size": 8, "mem_fraction_static": 0.88,
-        "kv_cache_dtype": "bf16", "enable_hierarchical_cache": True, "hicache_size": 48,
-        "context_length": 65536, "trust_remote_code": True, "enable_metrics": True,
-        "host": "0.0.0.0", "port": 30000, "max_running_requests": None,
-        "chunked_prefill_size": None, "enable_mixed_chunk": False}
+        "model_path": "/models/Kimi-K2.5",
+        "tp_size": 8,
+        "mem_fraction_static": 0.88,
+        "kv_cache_dtype": "bf16",
+        "enable_hierarchical_cache": True,
+        "hicache_size": 48,
+        "context_length": 65536,
+        "trust_remote_code": True,
+        "enable_metrics": True,
+        "host": "0.0.0.0",
+        "port": 30000,
+        "max_running_requests": None,
+        "chunked_prefill_size": None,
+        "enable_mixed_chunk": False,
+    }
     assert parsed_tuned["max_running_requests"] == 72
     assert parsed_tuned["chunked_prefill_size"] == 8192
     assert parsed_tuned["enable_mixed_chunk"] is True

@@ -4,6 +4,7 @@ specs, and failures a person must act on — kopf against the Kubernetes emulato
 from __future__ import annotations
 
 import yaml
+
 from .harness import APPS, Cluster, example_job, running_operator, wait_for
 
 
@@ -15,12 +16,18 @@ def _start_generating(cluster: Cluster, name: str = "kimi") -> None:
 
 
 def _server_requests(cluster: Cluster) -> list[dict]:
-    return [r for r in cluster.emu.requests() if r["plural"] == "deployments"
-            and r["agent"].startswith("draftgen-operator") and r["method"] != "GET"]
+    return [
+        r
+        for r in cluster.emu.requests()
+        if r["plural"] == "deployments"
+        and r["agent"].startswith("draftgen-operator")
+        and r["method"] != "GET"
+    ]
 
 
 def test_suspend_stops_generator_and_scales_server_to_zero_then_resumes(
-        cluster: Cluster, operator) -> None:
+    cluster: Cluster, operator
+) -> None:
     cluster.apply(example_job(cluster.ns))
     _start_generating(cluster)
 
@@ -30,10 +37,16 @@ def test_suspend_stops_generator_and_scales_server_to_zero_then_resumes(
     assert "output kept" in status["message"]
     wait_for(lambda: cluster.batch_job("kimi-generator") is None, "the generator Job deleted")
     assert cluster.deployment("kimi-server-0")["spec"]["replicas"] == 0
-    assert cluster.configmap("kimi-generator") is not None   # the job document stays
+    assert cluster.configmap("kimi-generator") is not None  # the job document stays
     # What the ReplicaSet controller would report once the pod is gone.
-    cluster.emu.patch(APPS, "deployments", cluster.ns, "kimi-server-0",
-                      {"status": {"replicas": 0, "readyReplicas": 0}}, subresource="status")
+    cluster.emu.patch(
+        APPS,
+        "deployments",
+        cluster.ns,
+        "kimi-server-0",
+        {"status": {"replicas": 0, "readyReplicas": 0}},
+        subresource="status",
+    )
 
     cluster.edit_spec("kimi", {"suspend": False})
     cluster.wait_phase("kimi", "StartingServer")
@@ -52,7 +65,8 @@ def test_budget_edit_restarts_only_the_generator(cluster: Cluster, operator) -> 
     _start_generating(cluster)
     server_writes = len(_server_requests(cluster))
     old_hash = cluster.batch_job("kimi-generator")["metadata"]["annotations"][
-        "draftgen.io/config-hash"]
+        "draftgen.io/config-hash"
+    ]
 
     datasets = cluster.job("kimi")["spec"]["datasets"]
     datasets[0]["budget"] = {"completionTokens": 20_000_000}
@@ -61,6 +75,7 @@ def test_budget_edit_restarts_only_the_generator(cluster: Cluster, operator) -> 
     def restarted():
         job = cluster.batch_job("kimi-generator")
         return job and job["metadata"]["annotations"]["draftgen.io/config-hash"] != old_hash
+
     wait_for(restarted, "the generator Job restarted with the new document")
     doc = yaml.safe_load(cluster.configmap("kimi-generator")["data"]["job.yaml"])
     assert doc["spec"]["datasets"][0]["budget"] == {"completionTokens": 20_000_000}
@@ -84,13 +99,18 @@ def test_operator_restart_mid_job_creates_nothing_twice(cluster: Cluster) -> Non
         status = cluster.wait_phase("kimi", "Succeeded")
         wait_for(lambda: cluster.deployment("kimi-server-0") is None, "the server torn down")
     assert status["startTime"] == before["startTime"]
-    for plural, names in {"deployments": ["kimi-server-0"], "services": ["kimi-server"],
-                          "configmaps": ["kimi-generator"], "jobs": ["kimi-generator"]}.items():
+    for plural, names in {
+        "deployments": ["kimi-server-0"],
+        "services": ["kimi-server"],
+        "configmaps": ["kimi-generator"],
+        "jobs": ["kimi-generator"],
+    }.items():
         assert cluster.emu.creates(plural) == names, plural
 
 
 def test_invalid_spec_is_reported_with_field_and_fix_then_accepted(
-        cluster: Cluster, operator) -> None:
+    cluster: Cluster, operator
+) -> None:
     job = example_job(cluster.ns)
     job["spec"]["server"]["hierarchicalCache"] = {"enabled": True, "sizeGBPerRank": 300}
     del job["spec"]["output"]["claimName"]
@@ -105,13 +125,23 @@ def test_invalid_spec_is_reported_with_field_and_fix_then_accepted(
     assert "spec rejected" in status["message"]
     assert cluster.deployment("kimi-server-0") is None
 
-    cluster.edit_spec("kimi", {"server": {**job["spec"]["server"],
-                                          "hierarchicalCache": {"enabled": True,
-                                                                "sizeGBPerRank": 48}}})
+    cluster.edit_spec(
+        "kimi",
+        {
+            "server": {
+                **job["spec"]["server"],
+                "hierarchicalCache": {"enabled": True, "sizeGBPerRank": 48},
+            }
+        },
+    )
     status = cluster.wait_phase("kimi", "Failed")
-    wait_for(lambda: "output.claimName" in cluster.condition("kimi", "SpecValid")["message"]
-             and "hierarchicalCache" not in cluster.condition("kimi", "SpecValid")["message"],
-             "the remaining problem alone")
+    wait_for(
+        lambda: (
+            "output.claimName" in cluster.condition("kimi", "SpecValid")["message"]
+            and "hierarchicalCache" not in cluster.condition("kimi", "SpecValid")["message"]
+        ),
+        "the remaining problem alone",
+    )
     cluster.edit_spec("kimi", {"output": {"claimName": "drafter-data", "path": "x"}})
     cluster.wait_phase("kimi", "StartingServer")
     assert cluster.condition("kimi", "SpecValid")["status"] == "True"
@@ -121,32 +151,58 @@ def test_invalid_spec_is_reported_with_field_and_fix_then_accepted(
 def test_crash_looping_server_fails_with_an_actionable_reason(cluster: Cluster, operator) -> None:
     cluster.apply(example_job(cluster.ns))
     wait_for(lambda: cluster.deployment("kimi-server-0"), "the server Deployment")
-    cluster.put_pod("kimi-server-0-abc12",
-                    {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
-                    {"phase": "Running", "containerStatuses": [{
-                        "name": "sglang", "ready": False, "restartCount": 3,
-                        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                        "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]})
+    cluster.put_pod(
+        "kimi-server-0-abc12",
+        {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
+        {
+            "phase": "Running",
+            "containerStatuses": [
+                {
+                    "name": "sglang",
+                    "ready": False,
+                    "restartCount": 3,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                    "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}},
+                }
+            ],
+        },
+    )
     status = cluster.wait_phase("kimi", "Failed")
     cond = cluster.condition("kimi", "Failed")
     assert cond["reason"] == "ServerOutOfHostMemory"
     assert "sizeGBPerRank" in cond["message"]
     assert status["completionTime"]
     # The GPUs are given back; the Deployment stays for inspection.
-    wait_for(lambda: cluster.deployment("kimi-server-0")["spec"]["replicas"] == 0,
-             "the server scaled to zero")
+    wait_for(
+        lambda: cluster.deployment("kimi-server-0")["spec"]["replicas"] == 0,
+        "the server scaled to zero",
+    )
     assert cluster.batch_job("kimi-generator") is None
 
 
 def test_generator_out_of_retries_fails_with_its_last_words(cluster: Cluster, operator) -> None:
     cluster.apply(example_job(cluster.ns))
     _start_generating(cluster)
-    cluster.put_pod("kimi-generator-fail1",
-                    {"draftgen.io/job": "kimi", "draftgen.io/component": "generator"},
-                    {"phase": "Failed", "containerStatuses": [{
-                        "name": "generator", "restartCount": 0, "state": {"terminated": {
-                            "exitCode": 3, "finishedAt": "2026-01-01T00:00:00Z",
-                            "message": "integrity: <think> is split into 3 tokens"}}}]})
+    cluster.put_pod(
+        "kimi-generator-fail1",
+        {"draftgen.io/job": "kimi", "draftgen.io/component": "generator"},
+        {
+            "phase": "Failed",
+            "containerStatuses": [
+                {
+                    "name": "generator",
+                    "restartCount": 0,
+                    "state": {
+                        "terminated": {
+                            "exitCode": 3,
+                            "finishedAt": "2026-01-01T00:00:00Z",
+                            "message": "integrity: <think> is split into 3 tokens",
+                        }
+                    },
+                }
+            ],
+        },
+    )
     cluster.finish_generator("kimi", succeeded=False)
     cluster.wait_phase("kimi", "Failed")
     cond = cluster.condition("kimi", "Failed")
@@ -158,10 +214,12 @@ def test_generator_out_of_retries_fails_with_its_last_words(cluster: Cluster, op
 def test_a_broken_edit_keeps_the_running_job_and_says_so(cluster: Cluster, operator) -> None:
     cluster.apply(example_job(cluster.ns))
     _start_generating(cluster)
-    cluster.edit_spec("kimi", {"server": {**cluster.job("kimi")["spec"]["server"],
-                                          "memFractionStatic": 1.5}})
-    wait_for(lambda: cluster.condition("kimi", "SpecValid")["status"] == "False",
-             "the edit rejected")
+    cluster.edit_spec(
+        "kimi", {"server": {**cluster.job("kimi")["spec"]["server"], "memFractionStatic": 1.5}}
+    )
+    wait_for(
+        lambda: cluster.condition("kimi", "SpecValid")["status"] == "False", "the edit rejected"
+    )
     status = cluster.status("kimi")
     assert status["phase"] == "Generating"
     assert "still running the last accepted spec" in status["message"]
@@ -191,9 +249,12 @@ def test_a_server_edit_rolls_the_same_deployment(cluster: Cluster, operator) -> 
         dep = cluster.deployment("kimi-server-0")
         args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
         return args[args.index("--mem-fraction-static") + 1] == "0.85" and dep
+
     dep = wait_for(rolled, "the pod template replaced")
-    assert dep["metadata"]["annotations"]["draftgen.io/server-hash"] != \
-        before["metadata"]["annotations"]["draftgen.io/server-hash"]
+    assert (
+        dep["metadata"]["annotations"]["draftgen.io/server-hash"]
+        != before["metadata"]["annotations"]["draftgen.io/server-hash"]
+    )
     assert dep["metadata"]["uid"] == before["metadata"]["uid"]
     assert dep["spec"]["strategy"] == {"type": "Recreate"}
     assert cluster.emu.creates("deployments") == ["kimi-server-0"]

@@ -8,34 +8,61 @@ import dataclasses
 import uuid
 
 import httpx
-from .harness import Cluster, example_job, free_port, running_operator, wait_for
 
 from draftgen.controller.handlers import state
+
+from .harness import Cluster, example_job, free_port, running_operator, wait_for
 
 VWC = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/draftgen.io"
 
 
 def _review(obj: dict) -> dict:
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": str(uuid.uuid4()), "operation": "CREATE",
-        "kind": {"group": "draftgen.io", "version": "v1alpha1", "kind": "GenerationJob"},
-        "resource": {"group": "draftgen.io", "version": "v1alpha1",
-                     "resource": "generationjobs"},
-        "namespace": obj["metadata"]["namespace"], "name": obj["metadata"]["name"],
-        "userInfo": {"username": "tester"}, "object": obj, "oldObject": None,
-        "dryRun": False}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "operation": "CREATE",
+            "kind": {"group": "draftgen.io", "version": "v1alpha1", "kind": "GenerationJob"},
+            "resource": {
+                "group": "draftgen.io",
+                "version": "v1alpha1",
+                "resource": "generationjobs",
+            },
+            "namespace": obj["metadata"]["namespace"],
+            "name": obj["metadata"]["name"],
+            "userInfo": {"username": "tester"},
+            "object": obj,
+            "oldObject": None,
+            "dryRun": False,
+        },
+    }
 
 
-def test_webhook_refuses_an_invalid_job_and_admits_a_valid_one(cluster: Cluster,
-                                                             monkeypatch) -> None:
+def test_webhook_refuses_an_invalid_job_and_admits_a_valid_one(
+    cluster: Cluster, monkeypatch
+) -> None:
     port = free_port()
-    monkeypatch.setattr(state, "SETTINGS", dataclasses.replace(
-        state.SETTINGS, webhook=True, webhook_port=port, webhook_host="127.0.0.1",
-        webhook_insecure=True))
+    monkeypatch.setattr(
+        state,
+        "SETTINGS",
+        dataclasses.replace(
+            state.SETTINGS,
+            webhook=True,
+            webhook_port=port,
+            webhook_host="127.0.0.1",
+            webhook_insecure=True,
+        ),
+    )
     with running_operator():
-        config = wait_for(lambda: (rsp := cluster.emu.http.get(VWC)).status_code == 200
-                          and rsp.json().get("webhooks") and rsp.json(),
-                          "the managed ValidatingWebhookConfiguration")
+        config = wait_for(
+            lambda: (
+                (rsp := cluster.emu.http.get(VWC)).status_code == 200
+                and rsp.json().get("webhooks")
+                and rsp.json()
+            ),
+            "the managed ValidatingWebhookConfiguration",
+        )
         hook = config["webhooks"][0]
         url = hook["clientConfig"]["url"]
         assert url.startswith(f"http://127.0.0.1:{port}/")
@@ -55,16 +82,27 @@ def test_webhook_refuses_an_invalid_job_and_admits_a_valid_one(cluster: Cluster,
 
 def _webhook_on(monkeypatch, plain) -> int:
     port = free_port()
-    monkeypatch.setattr(state, "SETTINGS", dataclasses.replace(
-        plain, webhook=True, webhook_port=port, webhook_host="127.0.0.1", webhook_insecure=True))
+    monkeypatch.setattr(
+        state,
+        "SETTINGS",
+        dataclasses.replace(
+            plain, webhook=True, webhook_port=port, webhook_host="127.0.0.1", webhook_insecure=True
+        ),
+    )
     return port
 
 
 def _webhook_url(cluster: Cluster, port: int) -> str:
-    return wait_for(lambda: (rsp := cluster.emu.http.get(VWC)).status_code == 200
-                    and (url := rsp.json()["webhooks"][0]["clientConfig"]["url"])
-                    .startswith(f"http://127.0.0.1:{port}/") and url,
-                    f"the managed ValidatingWebhookConfiguration on port {port}")
+    return wait_for(
+        lambda: (
+            (rsp := cluster.emu.http.get(VWC)).status_code == 200
+            and (url := rsp.json()["webhooks"][0]["clientConfig"]["url"]).startswith(
+                f"http://127.0.0.1:{port}/"
+            )
+            and url
+        ),
+        f"the managed ValidatingWebhookConfiguration on port {port}",
+    )
 
 
 def test_runs_with_and_without_the_webhook_in_one_process(cluster: Cluster, monkeypatch) -> None:

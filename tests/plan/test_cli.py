@@ -10,7 +10,6 @@ from draftgen.cli import main
 from draftgen.plan import plan_status
 from draftgen.plan.planner import PlanInputs, build_plan
 from draftgen.spec import load_job
-
 from tests.jobs import job_document, write_job_yaml
 
 from .conftest import KIMI_START_LOG
@@ -25,21 +24,22 @@ def _plan(capsys, *args):
 def test_kimi_report_a_person_can_act_on(capsys, examples):
     code, out, err = _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"))
     assert code == 0, err
-    assert "21.71 − 94.04 × (1 − 0.88) = 10.43 GiB → 159,29" in out       # capacity
-    assert "116,1" in out                                                  # 0.85 row
-    assert "decodes that fit: 159,29" in out                               # concurrency
+    assert "21.71 − 94.04 × (1 − 0.88) = 10.43 GiB → 159,29" in out  # capacity
+    assert "116,1" in out  # 0.85 row
+    assert "decodes that fit: 159,29" in out  # concurrency
     assert "× 17 tok/s" in out and "throughput ceiling" in out
-    assert "48 GB per rank × 8 ranks = 384 GB ≤ 449 GB host" in out       # host memory
+    assert "48 GB per rank × 8 ranks = 384 GB ≤ 449 GB host" in out  # host memory
     assert "largest safe size: 49 GB per rank" in out
-    assert "for prefill activations" in out                                # headroom
-    assert "THIN" in out                                                   # 0.93 row
-    assert "100,000,000 tokens" in out and "h" in out.split("total")[-1]   # ETA
+    assert "for prefill activations" in out  # headroom
+    assert "THIN" in out  # 0.93 row
+    assert "100,000,000 tokens" in out and "h" in out.split("total")[-1]  # ETA
     assert "Missing" not in out
 
 
 def test_kimi_json_has_the_figures(capsys, examples):
-    code, out, _ = _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--json",
-                         "--measured-throughput", "930")
+    code, out, _ = _plan(
+        capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--json", "--measured-throughput", "930"
+    )
     assert code == 0
     data = json.loads(out)
     assert abs(data["capacity"]["tokens"] - 159_277) / 159_277 < 0.005
@@ -52,19 +52,22 @@ def test_kimi_json_has_the_figures(capsys, examples):
 
 
 def test_other_fraction_and_fp8_from_the_command_line(capsys, examples):
-    code, out, _ = _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--json",
-                         "--mem-fraction-static", "0.85")
+    code, out, _ = _plan(
+        capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--json", "--mem-fraction-static", "0.85"
+    )
     assert abs(json.loads(out)["capacity"]["tokens"] - 116_171) / 116_171 < 0.005
-    code, out, _ = _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--json",
-                         "--kv-cache-dtype", "fp8_e4m3")
+    code, out, _ = _plan(
+        capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--json", "--kv-cache-dtype", "fp8_e4m3"
+    )
     assert 1.95 < json.loads(out)["capacity"]["tokens"] / 159_277 < 2.05
 
 
 def test_from_log_checks_the_rule_against_the_logged_start(capsys, examples, tmp_path):
     log = tmp_path / "server.log"
     log.write_text(KIMI_START_LOG)
-    code, out, err = _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--from-log",
-                           str(log))
+    code, out, err = _plan(
+        capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--from-log", str(log)
+    )
     assert code == 0, err
     assert "the logged start had max_total_num_tokens 159,277 at 0.88" in out
     assert "(0.01% off)" in out
@@ -72,27 +75,47 @@ def test_from_log_checks_the_rule_against_the_logged_start(capsys, examples, tmp
 
 
 def test_measured_throughput_at_the_bound_is_explained(capsys, examples):
-    code, out, _ = _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"),
-                         "--mean-prompt-tokens", "1000", "--mean-completion-tokens", "3000",
-                         "--measured-throughput", "680")
+    code, out, _ = _plan(
+        capsys,
+        "--job",
+        str(examples / "kimi-k2.5.yaml"),
+        "--mean-prompt-tokens",
+        "1000",
+        "--mean-completion-tokens",
+        "3000",
+        "--measured-throughput",
+        "680",
+    )
     assert "decodes that fit: 159,294 / 4,000 = 39" in out
     assert "39 × 17 tok/s = 663 completion tok/s" in out
     assert "the server runs every decode that fits" in out
 
 
 def test_measured_figures_on_the_command_line(capsys, examples):
-    code, out, _ = _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--json",
-                         "--free-before-load-gib", "94.04", "--free-after-load-gib", "23.71")
+    code, out, _ = _plan(
+        capsys,
+        "--job",
+        str(examples / "kimi-k2.5.yaml"),
+        "--json",
+        "--free-before-load-gib",
+        "94.04",
+        "--free-after-load-gib",
+        "23.71",
+    )
     assert json.loads(out)["memory"]["free_after_load_gib"] == 23.71
-    code, _, err = _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"),
-                         "--free-before-load-gib", "94.04")
+    code, _, err = _plan(
+        capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--free-before-load-gib", "94.04"
+    )
     assert code == 1 and "--free-after-load-gib" in err
 
 
 def test_unknown_config_lists_what_is_missing(capsys, tmp_path, examples):
     job = tmp_path / "job.yaml"
-    job.write_text((examples / "kimi-k2.5.yaml").read_text()
-                   .replace("configPath: models/kimi-k2.5/config.json", "configPath: nope.json"))
+    job.write_text(
+        (examples / "kimi-k2.5.yaml")
+        .read_text()
+        .replace("configPath: models/kimi-k2.5/config.json", "configPath: nope.json")
+    )
     code, out, _ = _plan(capsys, "--job", str(job))
     assert code == 0
     assert "Missing" in out and "nope.json" in out and "--model-config" in out
@@ -102,18 +125,48 @@ def test_unknown_config_lists_what_is_missing(capsys, tmp_path, examples):
 
 def test_estimate_from_gpu_memory_for_a_gqa_model(capsys, tmp_path):
     (tmp_path / "weights").mkdir()
-    (tmp_path / "weights" / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "torch_dtype": "bfloat16"}))
+    (tmp_path / "weights" / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "hidden_size": 4096,
+                "num_hidden_layers": 32,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "torch_dtype": "bfloat16",
+            }
+        )
+    )
     (tmp_path / "weights" / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {"total_size": 16_060_522_496}}))
-    write_job_yaml(tmp_path / "job.yaml", job_document(
-        "llama", model={"weights": "weights"}, server={"tensorParallelSize": 1},
-        datasets=[{"name": "chat", "source": "c.jsonl", "format": "messages",
-                   "budget": {"maxSamples": 1000},
-                   "expected": {"promptTokens": 500, "completionTokens": 1500}}]))
-    code, out, err = _plan(capsys, "--job", str(tmp_path / "job.yaml"), "--gpu-memory-gib", "79.2",
-                           "--decode-tokens-per-second", "40", "--json")
+        json.dumps({"metadata": {"total_size": 16_060_522_496}})
+    )
+    write_job_yaml(
+        tmp_path / "job.yaml",
+        job_document(
+            "llama",
+            model={"weights": "weights"},
+            server={"tensorParallelSize": 1},
+            datasets=[
+                {
+                    "name": "chat",
+                    "source": "c.jsonl",
+                    "format": "messages",
+                    "budget": {"maxSamples": 1000},
+                    "expected": {"promptTokens": 500, "completionTokens": 1500},
+                }
+            ],
+        ),
+    )
+    code, out, err = _plan(
+        capsys,
+        "--job",
+        str(tmp_path / "job.yaml"),
+        "--gpu-memory-gib",
+        "79.2",
+        "--decode-tokens-per-second",
+        "40",
+        "--json",
+    )
     assert code == 0, err
     data = json.loads(out)
     assert data["memory"]["source"] == "estimated"
@@ -128,11 +181,16 @@ def test_plan_status_for_the_operator(examples):
     assert abs(before.kv_capacity_tokens - 159_277) / 159_277 < 0.005
     assert before.concurrent_decodes and before.throughput_ceiling_tokens_per_second
     assert before.eta_seconds == pytest.approx(
-        100_000_000 / before.throughput_ceiling_tokens_per_second)
+        100_000_000 / before.throughput_ceiling_tokens_per_second
+    )
     # During the run: the server's own capacity, the measured rate and the tokens already done.
-    during = plan_status(job, base_dir=examples, observed_kv_capacity_tokens=159_277,
-                         measured_throughput=930.0,
-                         done_completion_tokens={"b-chat": 10_000_000, "b-coding": 4_000_000})
+    during = plan_status(
+        job,
+        base_dir=examples,
+        observed_kv_capacity_tokens=159_277,
+        measured_throughput=930.0,
+        done_completion_tokens={"b-chat": 10_000_000, "b-coding": 4_000_000},
+    )
     assert during.kv_capacity_tokens == 159_277
     assert during.eta_seconds == pytest.approx(86_000_000 / 930)
 
@@ -143,6 +201,8 @@ def test_plan_status_never_raises_without_a_config(examples):
     status = plan_status(job, PlanInputs(base_dir=examples))
     assert status.kv_capacity_tokens is None and status.eta_seconds is None
     live = plan_status(job, PlanInputs(observed_kv_capacity_tokens=159_277))
-    assert live.concurrent_decodes == build_plan(
-        job, PlanInputs(observed_kv_capacity_tokens=159_277)).decodes
+    assert (
+        live.concurrent_decodes
+        == build_plan(job, PlanInputs(observed_kv_capacity_tokens=159_277)).decodes
+    )
     assert live.concurrent_decodes and live.eta_seconds

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from draftgen.plan.concurrency import (DatasetLengths, concurrent_decodes, explain_throughput,
-                                       mean_sequence_tokens, throughput_ceiling)
+from draftgen.plan.concurrency import (
+    DatasetLengths,
+    concurrent_decodes,
+    explain_throughput,
+    mean_sequence_tokens,
+    throughput_ceiling,
+)
 
 
 def test_about_forty_decodes_at_4000_token_sequences_at_088():
@@ -35,8 +40,8 @@ def test_max_running_requests_caps_decodes():
 
 
 def test_mixed_datasets_weight_by_expected_samples():
-    short = DatasetLengths("short", 500, 500, "dataset")        # 1,000-token sequences
-    long = DatasetLengths("long", 4_000, 3_793, "dataset")      # 7,793-token sequences
+    short = DatasetLengths("short", 500, 500, "dataset")  # 1,000-token sequences
+    long = DatasetLengths("long", 4_000, 3_793, "dataset")  # 7,793-token sequences
     # Equal token budgets: the short set has ~7.6× the requests, so it dominates the mix.
     samples = {"short": 10_000_000 / 500, "long": 10_000_000 / 3_793}
     mean = mean_sequence_tokens([short, long], samples)

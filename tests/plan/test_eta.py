@@ -8,10 +8,21 @@ from draftgen.plan.concurrency import DatasetLengths
 from draftgen.plan.eta import dataset_work, eta, format_duration
 
 
-@pytest.mark.parametrize("seconds, text", [
-    (62_400, "17h20m"), (2_700, "45m"), (42, "42s"), (0, "0s"), (3_600, "1h00m"),
-    (205_200, "57h00m"), (3_599.6, "1h00m"), (None, ""), (-5, ""), (float("inf"), ""),
-])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (62_400, "17h20m"),
+        (2_700, "45m"),
+        (42, "42s"),
+        (0, "0s"),
+        (3_600, "1h00m"),
+        (205_200, "57h00m"),
+        (3_599.6, "1h00m"),
+        (None, ""),
+        (-5, ""),
+        (float("inf"), ""),
+    ],
+)
 def test_format_duration(seconds, text):
     assert format_duration(seconds) == text
 
@@ -53,8 +64,10 @@ def test_done_tokens_shorten_the_eta():
 
 
 def test_unknown_work_leaves_the_total_unknown():
-    work = [dataset_work("d", 10_000_000, None, None, _lengths()),
-            dataset_work("rows", None, None, None, _lengths())]
+    work = [
+        dataset_work("d", 10_000_000, None, None, _lengths()),
+        dataset_work("rows", None, None, None, _lengths()),
+    ]
     plan = eta(work, 1_000.0, "ceiling")
     assert plan.total_seconds is None and plan.per_dataset_seconds["rows"] is None
     assert "needs a budget" in work[1].basis

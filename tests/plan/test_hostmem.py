@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from draftgen.spec.hostmem import check_host_memory
 from draftgen.spec import SpecError, parse_spec
+from draftgen.spec.hostmem import check_host_memory
 
 
 def test_48_gb_per_rank_on_a_449_gb_host_is_accepted():
@@ -24,10 +24,14 @@ def test_300_gb_per_rank_is_rejected_with_the_total_spelled_out():
 
 
 def test_the_spec_refuses_it_with_the_same_rule():
-    spec = {"model": {"weights": "/m"}, "datasets": [{"name": "a", "source": "a.jsonl",
-                                                      "format": "prompt"}],
-            "server": {"hostMemoryGB": 449,
-                       "hierarchicalCache": {"enabled": True, "sizeGBPerRank": 300}}}
+    spec = {
+        "model": {"weights": "/m"},
+        "datasets": [{"name": "a", "source": "a.jsonl", "format": "prompt"}],
+        "server": {
+            "hostMemoryGB": 449,
+            "hierarchicalCache": {"enabled": True, "sizeGBPerRank": 300},
+        },
+    }
     with pytest.raises(SpecError) as err:
         parse_spec(spec)
     assert check_host_memory(300, 8, 449, 40, 16).problem in str(err.value)

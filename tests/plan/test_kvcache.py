@@ -6,8 +6,15 @@ import json
 
 import pytest
 
-from draftgen.plan.kvcache import (GiB, MemoryInputError, estimated, kv_capacity, measured,
-                                   parse_start_log, relative_error)
+from draftgen.plan.kvcache import (
+    GiB,
+    MemoryInputError,
+    estimated,
+    kv_capacity,
+    measured,
+    parse_start_log,
+    relative_error,
+)
 from draftgen.plan.modelconfig import load_model_config
 
 from .conftest import KIMI_START_LOG
@@ -42,8 +49,9 @@ def test_fp8_kv_roughly_doubles_tokens(kimi_config, kimi_memory):
 
 
 def test_max_total_tokens_caps_the_pool(kimi_config, kimi_memory):
-    cap = kv_capacity(kimi_memory, 0.88, kimi_config.cell_bytes("bf16", 8), "bf16",
-                      max_total_tokens=4096)
+    cap = kv_capacity(
+        kimi_memory, 0.88, kimi_config.cell_bytes("bf16", 8), "bf16", max_total_tokens=4096
+    )
     assert cap.tokens == 4096 and cap.capped_by_max_total_tokens
     assert cap.uncapped_tokens > 150_000
 
@@ -81,14 +89,16 @@ def test_log_gives_the_minimum_over_ranks_and_the_start_it_describes():
 
 def test_log_of_the_installed_sglang_format_is_read():
     """sglang 0.5.23 words the weight-end line differently; the free memory is still found."""
-    text = ("[2026-03-02 09:00:40 TP0] Load weight begin. avail mem=94.04 GB\n"
-            "[2026-03-02 09:19:12 TP0] Load weight end. elapsed=1110.21 s, "
-            "type=DeepseekV3ForCausalLM, quant=compressed-tensors, avail mem=21.71 GB, "
-            "mem usage=72.33 GB.\n"
-            "[2026-03-02 09:19:14 TP0] KV Cache is allocated. dtype: torch.bfloat16, "
-            "#tokens: 159277, KV size: 10.42 GB\n"
-            "[2026-03-02 09:20:07 TP0] Capture decode CUDA graph end. elapsed=52.37 s, "
-            "mem usage=5.49 GB, avail mem=5.61 GB.\n")
+    text = (
+        "[2026-03-02 09:00:40 TP0] Load weight begin. avail mem=94.04 GB\n"
+        "[2026-03-02 09:19:12 TP0] Load weight end. elapsed=1110.21 s, "
+        "type=DeepseekV3ForCausalLM, quant=compressed-tensors, avail mem=21.71 GB, "
+        "mem usage=72.33 GB.\n"
+        "[2026-03-02 09:19:14 TP0] KV Cache is allocated. dtype: torch.bfloat16, "
+        "#tokens: 159277, KV size: 10.42 GB\n"
+        "[2026-03-02 09:20:07 TP0] Capture decode CUDA graph end. elapsed=52.37 s, "
+        "mem usage=5.49 GB, avail mem=5.61 GB.\n"
+    )
     log = parse_start_log(text)
     assert (log.free_before_load_gib, log.free_after_load_gib) == (94.04, 21.71)
     assert log.max_total_num_tokens == 159_277
@@ -102,15 +112,30 @@ def test_log_without_the_memory_lines_says_what_to_give():
 
 def test_estimate_from_gpu_memory_and_safetensors_index(tmp_path):
     """A Llama-style GQA model of 16 GB on one 24 GiB GPU: 16e9 bytes = 14.90 GiB of weights."""
-    (tmp_path / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "torch_dtype": "bfloat16"}))
-    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
-        {"metadata": {"total_size": 16_000_000_000}, "weight_map": {}}))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "hidden_size": 4096,
+                "num_hidden_layers": 32,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "torch_dtype": "bfloat16",
+            }
+        )
+    )
+    (tmp_path / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": 16_000_000_000}, "weight_map": {}})
+    )
     model = load_model_config(tmp_path)
     assert model.weights_bytes == 16_000_000_000
-    profile = estimated(24.0, model.weights_bytes, tensor_parallel_size=1, cuda_context_gib=0.5,
-                        load_overhead_gib=0.5)
+    profile = estimated(
+        24.0,
+        model.weights_bytes,
+        tensor_parallel_size=1,
+        cuda_context_gib=0.5,
+        load_overhead_gib=0.5,
+    )
     assert profile.free_before_load_gib == 23.5
     assert profile.free_after_load_gib == pytest.approx(23.5 - 16e9 / GiB - 0.5)
     cell = model.cell_bytes("bf16", 1)  # 8 KV heads × (128 + 128) × 32 layers × 2 bytes

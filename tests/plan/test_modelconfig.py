@@ -6,11 +6,21 @@ import json
 
 import pytest
 
-from draftgen.plan.modelconfig import (ModelConfigError, load_model_config, parse_model_config,
-                                       weights_bytes)
+from draftgen.plan.modelconfig import (
+    ModelConfigError,
+    load_model_config,
+    parse_model_config,
+    weights_bytes,
+)
 
-LLAMA_8B = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
-            "num_attention_heads": 32, "num_key_value_heads": 8, "torch_dtype": "bfloat16"}
+LLAMA_8B = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "torch_dtype": "bfloat16",
+}
 
 
 def test_kimi_nested_text_config_is_mla(kimi_config):
@@ -33,8 +43,15 @@ def test_gqa_heads_are_split_over_ranks_and_replicated_below_one():
 
 
 def test_mha_without_kv_heads_or_head_dim_uses_hidden_over_heads():
-    cfg = parse_model_config({"model_type": "gpt", "hidden_size": 768, "num_hidden_layers": 12,
-                              "num_attention_heads": 12, "torch_dtype": "float32"})
+    cfg = parse_model_config(
+        {
+            "model_type": "gpt",
+            "hidden_size": 768,
+            "num_hidden_layers": 12,
+            "num_attention_heads": 12,
+            "torch_dtype": "float32",
+        }
+    )
     assert (cfg.num_kv_heads, cfg.head_dim) == (12, 64)
     # SGLang runs a float32 checkpoint in float16, so `auto` is 2 bytes (seen in its log).
     assert cfg.cell_bytes("auto", 1) == 12 * 128 * 12 * 2
@@ -57,7 +74,8 @@ def test_config_found_in_the_weights_directory_with_its_size(tmp_path):
 
 def test_index_total_size_is_preferred(tmp_path):
     (tmp_path / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {"total_size": 123456}}))
+        json.dumps({"metadata": {"total_size": 123456}})
+    )
     (tmp_path / "a.safetensors").write_bytes(b"\0" * 10)
     assert weights_bytes(tmp_path) == 123456
 

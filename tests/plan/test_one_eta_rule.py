@@ -18,16 +18,25 @@ def _ledger(budget: Budget, samples: int, prompt: int, completion: int) -> Ledge
     return ledger
 
 
-@pytest.mark.parametrize("budget", [
-    Budget(completion_tokens=100_000),
-    Budget(total_tokens=300_000),
-    Budget(max_samples=500),
-    Budget(completion_tokens=100_000, total_tokens=200_000, max_samples=400),
-])
+@pytest.mark.parametrize(
+    "budget",
+    [
+        Budget(completion_tokens=100_000),
+        Budget(total_tokens=300_000),
+        Budget(max_samples=500),
+        Budget(completion_tokens=100_000, total_tokens=200_000, max_samples=400),
+    ],
+)
 def test_generator_and_planner_agree_at_the_same_lengths(budget: Budget) -> None:
     ledger = _ledger(budget, samples=10, prompt=300, completion=200)
-    planned = dataset_work("d", budget.completion_tokens, budget.total_tokens, budget.max_samples,
-                           DatasetLengths("d", 300, 200, "dataset"), ledger.completion_tokens)
+    planned = dataset_work(
+        "d",
+        budget.completion_tokens,
+        budget.total_tokens,
+        budget.max_samples,
+        DatasetLengths("d", 300, 200, "dataset"),
+        ledger.completion_tokens,
+    )
     assert remaining_tokens(ledger) == pytest.approx(planned.remaining_tokens)
 
 

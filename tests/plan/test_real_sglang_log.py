@@ -19,12 +19,17 @@ import pytest
 from draftgen.cli import main
 from draftgen.plan.kvcache import GiB, kv_capacity, parse_start_log, relative_error
 from draftgen.plan.modelconfig import parse_model_config
-
 from tests.jobs import job_document, write_job_yaml
 
 DATA = Path(__file__).parent / "data"
-TINY_CHATML = {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
-               "num_attention_heads": 4, "num_key_value_heads": 2, "torch_dtype": "float32"}
+TINY_CHATML = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "torch_dtype": "float32",
+}
 
 
 def _log(name):
@@ -64,15 +69,38 @@ def test_rule_on_the_uncapped_cpu_start():
 def test_plan_from_the_real_log(capsys, tmp_path):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text(__import__("json").dumps(TINY_CHATML))
-    write_job_yaml(tmp_path / "job.yaml", job_document(
-        "tiny", model={"weights": "m"},
-        server={"tensorParallelSize": 1, "memFractionStatic": 0.719,
-                "extraArgs": ["--max-total-tokens", "4096"]},
-        datasets=[{"name": "chat", "source": "c.jsonl", "format": "messages",
-                   "budget": {"completionTokens": 4000},
-                   "expected": {"promptTokens": 200, "completionTokens": 56}}]))
-    code = main(["plan", "--job", str(tmp_path / "job.yaml"), "--from-log",
-                 str(DATA / "sglang-0.5.23-cpu-capped.log"), "--decode-tokens-per-second", "20"])
+    write_job_yaml(
+        tmp_path / "job.yaml",
+        job_document(
+            "tiny",
+            model={"weights": "m"},
+            server={
+                "tensorParallelSize": 1,
+                "memFractionStatic": 0.719,
+                "extraArgs": ["--max-total-tokens", "4096"],
+            },
+            datasets=[
+                {
+                    "name": "chat",
+                    "source": "c.jsonl",
+                    "format": "messages",
+                    "budget": {"completionTokens": 4000},
+                    "expected": {"promptTokens": 200, "completionTokens": 56},
+                }
+            ],
+        ),
+    )
+    code = main(
+        [
+            "plan",
+            "--job",
+            str(tmp_path / "job.yaml"),
+            "--from-log",
+            str(DATA / "sglang-0.5.23-cpu-capped.log"),
+            "--decode-tokens-per-second",
+            "20",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "capped by --max-total-tokens 4,096" in out and "(0.00% off)" in out

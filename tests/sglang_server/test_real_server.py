@@ -45,8 +45,12 @@ def prompt_ids(tiny_kimi):
 
     tok = AutoTokenizer.from_pretrained(str(tiny_kimi))
     ids = tok.apply_chat_template(
-        MESSAGES, tools=TOOLS, add_generation_prompt=True, tokenize=True,
-        return_dict=False, thinking=True,
+        MESSAGES,
+        tools=TOOLS,
+        add_generation_prompt=True,
+        tokenize=True,
+        return_dict=False,
+        thinking=True,
     )
     assert ids[-1] == 163606  # <think>
     return list(ids)

@@ -9,7 +9,9 @@ import yaml
 from draftgen.crd import crd, crd_yaml, openapi_schema
 
 
-@pytest.mark.parametrize("path", ["crds/generationjob.yaml", "charts/draftgen/crds/generationjob.yaml"])
+@pytest.mark.parametrize(
+    "path", ["crds/generationjob.yaml", "charts/draftgen/crds/generationjob.yaml"]
+)
 def test_committed_crd_matches_the_model(repo, path):
     committed = (repo / path).read_text()
     assert committed == crd_yaml(), f"{path} is stale: run `make crd`"
@@ -33,8 +35,11 @@ def test_schema_is_structural():
 
 
 def test_every_spec_field_has_a_description():
-    missing = [p for p, node in _walk(openapi_schema()["properties"]["spec"])
-               if not node.get("description") and not p.endswith("[]")]
+    missing = [
+        p
+        for p, node in _walk(openapi_schema()["properties"]["spec"])
+        if not node.get("description") and not p.endswith("[]")
+    ]
     assert missing == []
 
 
@@ -42,7 +47,11 @@ def test_names_and_printer_columns():
     doc = crd()
     assert doc["metadata"]["name"] == "generationjobs.draftgen.io"
     names = doc["spec"]["names"]
-    assert (names["kind"], names["plural"], names["shortNames"]) == ("GenerationJob", "generationjobs", ["gj"])
+    assert (names["kind"], names["plural"], names["shortNames"]) == (
+        "GenerationJob",
+        "generationjobs",
+        ["gj"],
+    )
     version = doc["spec"]["versions"][0]
     assert version["name"] == "v1alpha1" and version["subresources"] == {"status": {}}
     columns = [c["name"] for c in version["additionalPrinterColumns"]]

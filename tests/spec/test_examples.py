@@ -51,8 +51,9 @@ def test_dataset_sampling_override_inherits_the_rest(examples):
 def test_wire_names_keep_unit_capitals():
     from draftgen.spec import ServerSpec
 
-    wire = ServerSpec(hierarchical_cache={"enabled": True, "size_gb_per_rank": 8},
-                      host_memory_gb=449).to_wire()
+    wire = ServerSpec(
+        hierarchical_cache={"enabled": True, "size_gb_per_rank": 8}, host_memory_gb=449
+    ).to_wire()
     assert wire["hierarchicalCache"]["sizeGBPerRank"] == 8
     assert wire["hostMemoryGB"] == 449
     assert "allowLossyKVCache" in wire
