@@ -198,7 +198,7 @@ class Reconciler:
         # Name, namespace and spec only: a label edit must not restart the generator.
         document = render_generator.job_document(ref.name, ref.namespace, ref.spec)
         digest = render_generator.config_hash(document)
-        if decisions.generator_ended(job, digest):
+        if job is not None and decisions.generator_ended(job, digest):
             # The generator already ended with this spec: decide from it without bringing the
             # server back (a restart, or a lost status write, after the teardown must not
             # re-create or re-scale the GPU server).

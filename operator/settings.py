@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+from collections.abc import Mapping
 from typing import Any, get_type_hints
 
 from draftgen.spec.server import ServerSpec
@@ -113,11 +114,11 @@ class OperatorSettings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorSettings:
         """Read every field from `DRAFTGEN_OPERATOR_<FIELD>`; unset variables keep the defaults."""
-        env = os.environ if env is None else env
+        source: Mapping[str, str] = os.environ if env is None else env
         hints = get_type_hints(cls)
         values: dict[str, Any] = {}
         for field in dataclasses.fields(cls):
-            raw = env.get(ENV_PREFIX + field.name.upper())
+            raw = source.get(ENV_PREFIX + field.name.upper())
             if raw is None or raw == "":
                 continue
             values[field.name] = _convert(field.name, raw, hints[field.name])

@@ -3,7 +3,6 @@ writes the resulting status (only when it changed)."""
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
@@ -31,7 +30,7 @@ def post_events(body: kopf.Body, events: list[JobEvent]) -> None:
         kopf.event(body, type=event.type, reason=event.reason, message=event.message)
 
 
-def reconcile(body: kopf.Body, logger: logging.Logger) -> None:
+def reconcile(body: kopf.Body, logger: kopf.Logger) -> None:
     """Reconcile the job as it is *now* and write its status, all under the job's lock.
 
     The body kopf hands over may predate a status another handler just wrote (the timer and a
@@ -81,7 +80,7 @@ def reconcile(body: kopf.Body, logger: logging.Logger) -> None:
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
 @kopf.on.resume(GROUP, VERSION, PLURAL)
-def on_change(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
+def on_change(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     reconcile(body, logger)
 
 
@@ -92,5 +91,5 @@ def on_change(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
     interval=state.SETTINGS.poll_interval_seconds,
     initial_delay=state.SETTINGS.poll_interval_seconds,
 )
-def on_timer(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
+def on_timer(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     reconcile(body, logger)

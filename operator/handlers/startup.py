@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
@@ -16,7 +16,7 @@ from . import state
 
 
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any) -> None:
+def configure(settings: kopf.OperatorSettings, logger: kopf.Logger, **_: Any) -> None:
     ours = state.SETTINGS
     settings.peering.name = ours.peering_name
     settings.peering.standalone = settings.peering.standalone or ours.standalone
@@ -50,6 +50,8 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
         # kopf manages both configuration kinds under this name (operator/rbac.py).
         settings.admission.managed = WEBHOOK_CONFIGURATION
     kube = Kube.from_environment()
-    state.set_reconciler(Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, owner)))
+    state.set_reconciler(
+        Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, cast(kopf.Body, owner)))
+    )
     serve(ours.metrics_port, ours.metrics_address)
     logger.info("draftgen operator configured: poll every %ss", ours.poll_interval_seconds)

@@ -348,11 +348,7 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
                         }
                     )
             elif isinstance(data, dict):
-                meta = (
-                    data.setdefault("metadata", {})
-                    if data.get("metadata") is not None
-                    else data.setdefault("metadata", {})
-                )
+                meta = data.setdefault("metadata", {})
                 meta["resourceVersion"] = version
                 if (
                     "spec" in data
