@@ -6,14 +6,14 @@ VENV := .cache/venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test test-fast setup venv sglang models system docker image crd bench clean lint
+.PHONY: all demo test test-fast setup venv sglang models system docker image crd bench clean lint format
 
 all: test
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,lint]'
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -58,6 +58,17 @@ bench: setup
 # Regenerate the CRD from the typed spec (a test fails when the committed copy differs).
 crd: venv
 	$(VENV)/bin/draftgen crd --write crds/generationjob.yaml charts/draftgen/crds/generationjob.yaml
+
+# ruff (lint and format) and mypy, configured in pyproject.toml; tests/layout/test_checks.py runs the
+# same in `make test`, and .pre-commit-config.yaml before each commit.
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: venv
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 clean:
 	-bash scripts/docker/engine.sh stop  # our daemon's mounts live under .cache/docker

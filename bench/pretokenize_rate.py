@@ -309,7 +309,7 @@ def main() -> None:
                     sum(map(process_cpu, pids)) - w0,
                     machine_busy() - m0,
                 )
-    for _, (job, ctx) in contexts.items():
+    for _, (_job, ctx) in contexts.items():
         ctx.close()
     bare = n / best[paths[0][0]]
     for label, procs, _, _ in paths:

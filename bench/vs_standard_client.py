@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -167,7 +168,7 @@ def few_in_flight_seconds(pairs: list[tuple[float, float]], at_most: int = 2) ->
     flight: where the server cannot be kept busy (a dataset's end)."""
     events = sorted([(s, 1) for s, _ in pairs] + [(e, -1) for _, e in pairs])
     seconds, count = 0.0, 0
-    for (t, step), (t_next, _) in zip(events, events[1:]):
+    for (t, step), (t_next, _) in itertools.pairwise(events):
         count += step
         if count <= at_most:
             seconds += t_next - t

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import yaml
+from pydantic import BaseModel
 
 from .spec import job as jobmod
 from .spec.job import GenerationJobSpec
@@ -101,7 +102,7 @@ def _structural(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _model_schema(model: type) -> dict[str, Any]:
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema(by_alias=True, mode="validation")
     defs = raw.pop("$defs", {})
     return _structural(_inline(raw, defs))

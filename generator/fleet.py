@@ -52,16 +52,16 @@ class Server:
     """Waits for the server's health after a failure (see `Fleet.server_failed`)."""
 
     def view(self, now: float) -> ServerView:
-        fresh = self.load is not None and now - self.load.at < 5.0
+        load = self.load if self.load is not None and now - self.load.at < 5.0 else None
         return ServerView(
             kv_tokens=self.kv_tokens,
             max_running=self.max_running,
             in_flight=self.in_flight,
             in_flight_tokens=self.in_flight_tokens,
             healthy=self.healthy,
-            queue=self.load.num_queue_reqs if fresh else None,
-            running=self.load.num_running_reqs if fresh else None,
-            token_usage=self.load.token_usage if fresh else None,
+            queue=load.num_queue_reqs if load else None,
+            running=load.num_running_reqs if load else None,
+            token_usage=load.token_usage if load else None,
         )
 
     async def abort_quietly(self, rid: str) -> None:
@@ -192,7 +192,8 @@ class Fleet:
             try:
                 await asyncio.shield(server.recovery)
             except asyncio.CancelledError:
-                if server.recovery.cancelled() and not asyncio.current_task().cancelling():
+                task = asyncio.current_task()
+                if server.recovery.cancelled() and not (task and task.cancelling()):
                     return  # the run is stopping: the attempt loop sees `cancelled`
                 raise
 

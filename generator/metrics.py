@@ -18,9 +18,6 @@ from draftgen.contract.metrics import Metric
 
 from .budget import Ledger
 
-# `*_created` series double every counter on the page and no dashboard reads them.
-disable_created_metrics()
-
 ERROR_KINDS = ("connect", "timeout", "http_5xx", "bad_response", "abort")
 
 LATENCY_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, float("inf"))
@@ -38,6 +35,9 @@ class GeneratorMetrics:
     """One registry per run (tests run several in one process)."""
 
     def __init__(self) -> None:
+        # `*_created` series double every counter on the page and no dashboard reads them.
+        # (prometheus_client's switch is process-wide; it is thrown before any counter exists.)
+        disable_created_metrics()
         r = self.registry = CollectorRegistry()
         self.samples = _counter(names.SAMPLES, r)
         self.completion_tokens = _counter(names.COMPLETION_TOKENS, r)

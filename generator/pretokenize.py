@@ -183,6 +183,7 @@ class TokenizerContext:
             batch, future = inflight.popleft()
             if future is not None and not future.done():
                 self.waits += 1  # the consumer outran the workers
+            results: Iterator[Rendered]
             if future is not None:
                 try:
                     results = map(_unpack, future.result())

@@ -8,10 +8,14 @@ import sys
 import time
 from collections import deque
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from draftgen.plan.eta import format_duration, remaining_completion_tokens
 
 from .budget import Ledger
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 log = logging.getLogger("draftgen.generate")
 
@@ -103,8 +107,8 @@ class Progress:
         self.live = sys.stderr.isatty() if live is None else live
         self.interval = interval if interval is not None else (0.5 if self.live else 10.0)
         self._last = 0.0
-        self._display = None
-        self._rates: dict[str, RateMeter] = {l.dataset: RateMeter() for l in ledgers}
+        self._display: Live | None = None
+        self._rates: dict[str, RateMeter] = {ledger.dataset: RateMeter() for ledger in ledgers}
 
     def add_tokens(self, dataset: str, tokens: int) -> None:
         self._rates[dataset].add(tokens)
@@ -114,16 +118,17 @@ class Progress:
             from rich.console import Console
             from rich.live import Live
 
-            self._display = Live(
+            display = Live(
                 self._table(0.0, None, 0),
                 console=Console(stderr=True),
                 refresh_per_second=4,
                 transient=False,
             )
-            self._display.__enter__()
+            display.__enter__()
+            self._display = display
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self._display is not None:
             self._display.__exit__(*exc)
             self._display = None
@@ -184,7 +189,9 @@ class Progress:
         if self._display is not None:
             self._display.update(self._table(rate, eta, in_flight))
             return
-        parts = [f"{l.dataset}: {_budget_text(l)} {_state(l)}" for l in self.ledgers]
+        parts = [
+            f"{ledger.dataset}: {_budget_text(ledger)} {_state(ledger)}" for ledger in self.ledgers
+        ]
         log.info(
             "%.0f tok/s, %d in flight, ETA %s | %s",
             rate,

@@ -96,7 +96,7 @@ def write_manifests(
     metrics.throughput.set(rate)
     if eta is not None:
         metrics.eta.set(eta)
-    done = all(l.done for l in ledgers)
+    done = all(ledger.done for ledger in ledgers)
     metrics.job_done.set(1 if done else 0)
     manifests = {}
     for ds in datasets:
@@ -108,8 +108,8 @@ def write_manifests(
             "job": job.metadata.name,
             "model": job.spec.model.weights,
             "datasets": manifests,
-            "completion_tokens": sum(l.completion_tokens for l in ledgers),
-            "samples": sum(l.samples for l in ledgers),
+            "completion_tokens": sum(ledger.completion_tokens for ledger in ledgers),
+            "samples": sum(ledger.samples for ledger in ledgers),
             "throughput_tokens_per_second": round(rate, 3),
             "eta_seconds": None if eta is None else round(eta, 1),
             "updated_at": time.time(),

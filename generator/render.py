@@ -17,6 +17,7 @@ template; about 40 µs of a 1,300-token prompt's 500 µs).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,13 +126,16 @@ class Renderer:
             except Exception as err:  # jinja's raise_exception, TypeError on odd content, ...
                 texts.append(err)
         ok = [t for t in texts if isinstance(t, str)]
+        encoded: Iterator[list[int] | BaseException]
         try:
             encoded = iter(self.encode_many(ok))
         except Exception:  # one text the tokenizer refuses: find it, the others go on
             encoded = iter([self._encode_or_error(t) for t in ok])
         out = []
-        for (messages, tools), text in zip(jobs, texts):
-            ids = text if isinstance(text, BaseException) else next(encoded)
+        for (_messages, tools), text in zip(jobs, texts):
+            ids: list[int] | BaseException = (
+                text if isinstance(text, BaseException) else next(encoded)
+            )
             if isinstance(ids, BaseException):
                 out.append(Rendered(None, f"{type(ids).__name__}: {ids}"))
             else:
@@ -178,14 +182,15 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
     renderer = Renderer(tokenizer, settings)
     tools = PROBE_TOOLS if with_tools else None
     try:
-        text = renderer.text(PROBE_MESSAGES, tools)
+        probe_text = renderer.text(PROBE_MESSAGES, tools)
     except Exception as err:
         raise IntegrityError(
             f"model.tokenizer: the chat template fails on a one-message probe conversation "
             f"({type(err).__name__}: {err}); check model.chatTemplateKwargs "
             f"{settings.chat_template_kwargs} and that the template belongs to this model"
         ) from None
-    via_text = renderer.encode(text)
+    via_text = renderer.encode(probe_text)
+    text: str | None = probe_text
     try:
         via_ids = renderer.ids_direct(PROBE_MESSAGES, tools)
     except Exception:
@@ -197,7 +202,12 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
         ids = via_text
         # Encoding with the Rust tokenizer directly, and a batch at a time, is taken only where
         # it gives the same ids as the tokenizer's own encode.
-        samples = [text, text + " x\n" + text[:40], "", " \n\t  é 東京 🙂 <think>"]
+        samples = [
+            probe_text,
+            probe_text + " x\n" + probe_text[:40],
+            "",
+            " \n\t  é 東京 🙂 <think>",
+        ]
         reference = [renderer.encode(t) for t in samples]
         fast = Renderer(tokenizer, RenderSettings(**{**settings.__dict__, "backend_encode": True}))
         if fast._backend is not None and [fast.encode(t) for t in samples] == reference:

@@ -95,6 +95,10 @@ def scan_dataset(
                 continue
             count += 1
             rid = rec.get("id")
+            if not isinstance(rid, str):
+                state.corrupt_lines += 1
+                log.warning("%s: skipping a record without a string id", path)
+                continue
             if rid in state.done_ids:
                 state.duplicates += 1
                 log.warning("%s: record %s appears twice; counting it once", path, rid)

@@ -74,6 +74,7 @@ class Runner:
         self, job: GenerationJob, settings: Settings, source: SampleSource, tokenizer: Any = None
     ) -> None:
         self.job = job
+        self._aborts: set[asyncio.Task] = set()
         self.settings = settings
         self.source = source
         self.tokenizer = tokenizer
@@ -117,9 +118,12 @@ class Runner:
             if ds.ledger.done:
                 continue
             skip = frozenset(ds.state.done_ids)
-            ds.feed = Feed(
-                lambda d=ds, s=skip: self.source(d.spec, s, self.fleet.max_prompt_tokens), self.wake
-            )
+
+            def make(d: Dataset = ds, s: frozenset[str] = skip) -> Iterator:
+                # The prompt limit is read when the feed starts: servers may join until then.
+                return self.source(d.spec, s, self.fleet.max_prompt_tokens)
+
+            ds.feed = Feed(make, self.wake)
 
     def _next_sample(self, ds: Dataset) -> Sample | None:
         """The dataset's next sample to send; rejects and repeats are handled on the way."""
@@ -296,7 +300,9 @@ class Runner:
             for flight in list(ds.flights.values()):
                 if not flight.cancelled:
                     flight.cancelled = True
-                    asyncio.create_task(flight.server.abort_quietly(flight.rid))
+                    abort = asyncio.create_task(flight.server.abort_quietly(flight.rid))
+                    self._aborts.add(abort)  # the loop keeps only a weak reference
+                    abort.add_done_callback(self._aborts.discard)
 
     def _write_manifests(self) -> None:
         write_manifests(

@@ -76,15 +76,15 @@ def _find_usage(rec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | 
 def read_record(rec: dict[str, Any]) -> tuple[str, int, int, bool] | None:
     """(shape, prompt tokens, completion tokens, truncated) of one record, or None if its shape
     is unknown."""
-    if isinstance(rec.get("output_ids"), list) or _int(rec.get("completion_tokens")) is not None:
-        if "meta_info" not in rec:  # draftgen's own record
-            completion = _int(rec.get("completion_tokens"))
-            if completion is None:
-                completion = len(rec.get("output_ids") or [])
-            prompt = _int(rec.get("prompt_tokens"))
-            if prompt is None:
-                prompt = len(rec.get("input_ids") or [])
-            return "draftgen", prompt, completion, rec.get("finish_reason") == "length"
+    own = isinstance(rec.get("output_ids"), list) or _int(rec.get("completion_tokens")) is not None
+    if own and "meta_info" not in rec:  # draftgen's own record
+        completion = _int(rec.get("completion_tokens"))
+        if completion is None:
+            completion = len(rec.get("output_ids") or [])
+        prompt = _int(rec.get("prompt_tokens"))
+        if prompt is None:
+            prompt = len(rec.get("input_ids") or [])
+        return "draftgen", prompt, completion, rec.get("finish_reason") == "length"
     meta = rec.get("meta_info")
     if isinstance(meta, dict):  # a raw SGLang /generate answer
         completion = _int(meta.get("completion_tokens"))

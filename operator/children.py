@@ -73,6 +73,7 @@ class Children:
                 changed = True
             elif action == "scale":
                 have = self.kube.patch("Deployment", namespace, name, {"spec": {"replicas": 1}})
+            assert have is not None  # server_action creates what is missing
             out.append(have)
         for extra in self.server_deployments(job, namespace):
             if extra["metadata"]["name"] not in wanted_names:

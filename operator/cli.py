@@ -5,8 +5,8 @@
     draftgen operator --render examples/kimi-k2.5.yaml     # what it would create, then exit
 
 Every option can also come from `DRAFTGEN_OPERATOR_*` env vars (operator/settings.py); options
-given here win. With explicit `--namespace` names kopf's namespace scanning is disabled, so the
-operator needs no cluster-wide namespace access (and the test emulator's `GET
+given here win. With explicit `--namespace` names kopf's scanning is disabled (handlers/startup.py),
+so the operator needs no access to namespaces or CRDs (and the test emulator's `GET
 /api/v1/namespaces` URL-parsing bug is not hit).
 """
 
@@ -121,21 +121,16 @@ def run(args: argparse.Namespace) -> int:
 
     settings = state.SETTINGS
     namespaces = list(settings.namespaces)
-    exact = bool(namespaces) and not any(c in ns for ns in namespaces for c in "*?[!")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
 
-    if exact:
-
-        @kopf.on.startup()
-        def _no_scanning(settings: kopf.OperatorSettings, **_: object) -> None:
-            settings.scanning.disabled = True
-
     liveness = args.liveness
     if liveness is None and settings.liveness_port:
-        liveness = f"http://0.0.0.0:{settings.liveness_port}/healthz"
+        host = settings.liveness_address
+        host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
+        liveness = f"http://{host}:{settings.liveness_port}/healthz"
     asyncio.run(
         kopf.operator(
             clusterwide=not namespaces,

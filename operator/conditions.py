@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime
+from typing import Literal
 
 from draftgen.spec import Condition
+
+ConditionStatus = Literal["True", "False", "Unknown"]
 
 CONDITION_TYPES = ("SpecValid", "ServerReady", "Generating", "Suspended", "Complete", "Failed")
 
@@ -30,14 +33,14 @@ def parse_time(value: str | None) -> datetime.datetime | None:
 def set_condition(
     conditions: list[Condition],
     type_: str,
-    status: bool | str,
+    status: bool | ConditionStatus,
     reason: str,
     message: str,
     generation: int | None,
     now: str,
 ) -> None:
     """Replace the condition of `type_`; its transition time changes only with its status."""
-    value = status if isinstance(status, str) else ("True" if status else "False")
+    value: ConditionStatus = status if isinstance(status, str) else ("True" if status else "False")
     for i, cond in enumerate(conditions):
         if cond.type == type_:
             since = cond.last_transition_time if cond.status == value else now

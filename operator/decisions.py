@@ -133,7 +133,34 @@ def mark_suspended(status: GenerationJobStatus, gen: int | None, now: str) -> No
         gen,
         now,
     )
+    set_condition(
+        status.conditions,
+        "ServerReady",
+        False,
+        "Suspended",
+        "server scaled to 0 while suspended",
+        gen,
+        now,
+    )
     set_condition(status.conditions, "Generating", False, "Suspended", "suspended", gen, now)
+
+
+SERVER_FAILURE_REASONS = frozenset(
+    {"ServerOutOfHostMemory", "ServerOutOfGPUMemory", "ServerCrashLoop"}
+)
+"""ServerReady reasons that say why the job failed (observe.server_health): kept when the
+server is then scaled down, since they are still why it is not ready."""
+
+
+def mark_server_down(
+    status: GenerationJobStatus, reason: str, message: str, gen: int | None, now: str
+) -> None:
+    """The server was scaled to 0 or deleted: ServerReady says so, not what it last saw."""
+    status.server.ready_replicas = 0
+    cond = get_condition(status.conditions, "ServerReady")
+    if cond is None or (cond.status == "False" and cond.reason in SERVER_FAILURE_REASONS):
+        return  # nothing said about a server yet, or a failure that still explains it
+    set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)
 
 
 def mark_failed(
@@ -162,6 +189,15 @@ def mark_server_starting(
     enter(status, Event.SERVER_STARTING)
     status.message = message
     set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)
+    set_condition(
+        status.conditions,
+        "Generating",
+        False,
+        "WaitingForServer",
+        "the generator starts once every server replica is ready",
+        gen,
+        now,
+    )
 
 
 def mark_server_ready(

@@ -7,12 +7,14 @@
 | `draftgen_operator_reconcile_duration_seconds` | histogram | | time of one reconcile |
 | `draftgen_operator_reconciles_total` | counter | | reconciles run |
 
+Served on `DRAFTGEN_OPERATOR_METRICS_ADDRESS` (default 127.0.0.1; the chart sets 0.0.0.0).
 Liveness is kopf's own endpoint (`draftgen operator --liveness http://0.0.0.0:8081/healthz`).
 """
 
 from __future__ import annotations
 
 import threading
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
@@ -62,11 +64,13 @@ def record_phase(namespace: str, name: str, phase: str | None) -> None:
             JOBS.labels(phase=p).set(n)
 
 
-def serve(port: int) -> None:
-    """Serve `/metrics` on `port` (once per process; 0 disables)."""
+def serve(port: int, address: str = "127.0.0.1") -> WSGIServer | None:
+    """Serve `/metrics` on `address:port` (once per process; port 0 disables); the server, or
+    None when it was not started now."""
     global _server_started
     with _lock:
         if _server_started or not port:
-            return
-        start_http_server(port, registry=REGISTRY)
+            return None
+        server, _ = start_http_server(port, addr=address, registry=REGISTRY)
         _server_started = True
+        return server

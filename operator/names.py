@@ -1,7 +1,9 @@
 """Names and labels of everything the operator creates for a GenerationJob.
 
 Children are found by name (deterministic, so a restarted operator finds what it created) and
-carry labels naming the job, so `kubectl get all -l draftgen.io/job=<name>` shows them all.
+carry labels naming the job, so
+`kubectl get deployments,services,jobs,configmaps,pods -l draftgen.io/job=<name>` shows them all
+(`kubectl get all` leaves out ConfigMaps).
 """
 
 from __future__ import annotations

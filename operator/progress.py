@@ -7,6 +7,7 @@ Parsing is pure (text in, typed progress out); the two fetchers are the only I/O
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections import defaultdict
 
@@ -17,11 +18,14 @@ from draftgen.contract import metrics
 from draftgen.contract.server_info import parse_server_info
 from draftgen.spec import DatasetProgress
 
+
 # One client for every fetch, shared by kopf's worker threads: `httpx.get` builds a client per
 # call, and its TLS context alone costs ~17 ms of CPU (with the GIL held) — per job, per poll.
 # No keep-alive: pods come and go, and a pooled connection to a vanished pod would sit out the
 # whole timeout where a new connection is refused at once.
-_HTTP = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
+@functools.cache
+def _http() -> httpx.Client:
+    return httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
 
 
 @dataclasses.dataclass
@@ -116,7 +120,7 @@ def parse_metrics(text: str) -> GeneratorProgress:
 def scrape(host: str, port: int, timeout: float) -> GeneratorProgress | None:
     """The generator's progress, or None when its endpoint does not answer (yet)."""
     try:
-        rsp = _HTTP.get(f"http://{_host(host)}:{port}/metrics", timeout=timeout)
+        rsp = _http().get(f"http://{_host(host)}:{port}/metrics", timeout=timeout)
         rsp.raise_for_status()
     except httpx.HTTPError:
         return None
@@ -126,7 +130,7 @@ def scrape(host: str, port: int, timeout: float) -> GeneratorProgress | None:
 def server_kv_capacity(host: str, port: int, timeout: float) -> int | None:
     """`max_total_num_tokens` from SGLang's `/get_server_info` (the KV pool in tokens)."""
     try:
-        rsp = _HTTP.get(f"http://{_host(host)}:{port}/get_server_info", timeout=timeout)
+        rsp = _http().get(f"http://{_host(host)}:{port}/get_server_info", timeout=timeout)
         rsp.raise_for_status()
         return parse_server_info(rsp.json()).kv_tokens
     except (httpx.HTTPError, ValueError):  # ServerInfoError is a ValueError

@@ -1,23 +1,43 @@
-"""Exactly the API access the operator uses, as Kubernetes PolicyRules.
+"""Exactly the API access the operator uses, as Kubernetes PolicyRules, in each way it runs.
 
-The Helm chart's ClusterRole is rendered from (and tested against) these lists: `RULES` always,
-`WEBHOOK_RULES` when the admission webhook is enabled. Each rule says why it is there.
+The Helm chart's RBAC (charts/draftgen/templates/rbac.yaml) holds these rules and is tested
+against them in every mode (tests/chart/test_rbac.py), and the rules are tested against what
+the operator really calls on the test API server, per mode (tests/operator/test_rbac_modes.py):
+all namespaces, chosen namespaces (`watchNamespaces`), the admission webhook on.
+
+- `NAMESPACED_RULES` always: bound cluster-wide when the operator watches every namespace,
+  else by a RoleBinding in each watched namespace;
+- `ALL_NAMESPACES_RULES` (cluster-scoped) when it watches every namespace: kopf's cluster-wide
+  peering and its scanning of CRDs;
+- `WATCHED_NAMESPACES_RULES` (namespaced) when it watches chosen namespaces: kopf's peering in
+  each of them. With exact namespace names kopf scans nothing (`settings.scanning.disabled`),
+  so neither namespaces nor CRDs are read;
+- `WEBHOOK_RULES` (cluster-scoped) when the admission webhook is on.
+
+Deliberately not granted: `update` (kopf and the operator patch), `get` on the peerings (kopf
+lists and watches them), the legacy `zalando.org` peering group (kopf uses whichever peering
+CRDs are installed; the chart installs `kopf.dev`'s: a cluster that also has zalando.org's
+must grant those too), `namespaces` (kopf lists them only for glob patterns, which
+`watchNamespaces` does not accept), `events.k8s.io` (kopf posts core v1 Events).
 """
 
 from __future__ import annotations
 
-RULES: list[dict[str, list[str]]] = [
-    # The resource itself: kopf watches it, patches its finalizer/annotations, the TTL deletes it.
+Rule = dict[str, list[str]]
+
+NAMESPACED_RULES: list[Rule] = [
+    # The resource itself: kopf lists, watches and patches it (finalizer, progress), the
+    # reconcile reads it fresh and patches its status, the TTL deletes it.
     {
         "apiGroups": ["draftgen.io"],
         "resources": ["generationjobs"],
-        "verbs": ["get", "list", "watch", "patch", "update", "delete"],
+        "verbs": ["get", "list", "watch", "patch", "delete"],
     },
-    {
-        "apiGroups": ["draftgen.io"],
-        "resources": ["generationjobs/status"],
-        "verbs": ["patch", "update"],
-    },
+    {"apiGroups": ["draftgen.io"], "resources": ["generationjobs/status"], "verbs": ["patch"]},
+    # Children carry owner references with blockOwnerDeletion (kopf.adopt): where the
+    # OwnerReferencesPermissionEnforcement admission plugin is on (OpenShift), setting it needs
+    # update on the owner's finalizers. No request uses it: only admission checks it.
+    {"apiGroups": ["draftgen.io"], "resources": ["generationjobs/finalizers"], "verbs": ["update"]},
     # The server: a Deployment per replica (created, scaled, rolled, torn down) and a headless
     # Service.
     {
@@ -31,33 +51,66 @@ RULES: list[dict[str, list[str]]] = [
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "delete"]},
     # Pods are only listed (by label): restarts, OOM kills, scheduling, addresses for metrics.
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-    # kopf posts Kubernetes events about handler outcomes.
-    {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
-    # kopf's peering (leader election between operator replicas), both API groups it knows.
+    # Events about each GenerationJob (operator/events.py, through kopf: core v1).
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+]
+
+ALL_NAMESPACES_RULES: list[Rule] = [
+    # kopf's peering between operator replicas (keep-alives are patches of the peering).
     {
-        "apiGroups": ["kopf.dev", "zalando.org"],
+        "apiGroups": ["kopf.dev"],
         "resources": ["clusterkopfpeerings"],
-        "verbs": ["get", "list", "watch", "patch"],
+        "verbs": ["list", "watch", "patch"],
     },
-    {
-        "apiGroups": ["kopf.dev", "zalando.org"],
-        "resources": ["kopfpeerings"],
-        "verbs": ["get", "list", "watch", "patch"],
-    },
-    # kopf's scanning: which CRDs exist and which namespaces match.
+    # kopf's scanning: it watches CRDs to notice the GenerationJob CRD being (re)installed.
     {
         "apiGroups": ["apiextensions.k8s.io"],
         "resources": ["customresourcedefinitions"],
         "verbs": ["list", "watch"],
     },
-    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
 ]
 
-WEBHOOK_RULES: list[dict[str, list[str]]] = [
-    # kopf manages the ValidatingWebhookConfiguration `draftgen.io` (`settings.admission.managed`).
+WATCHED_NAMESPACES_RULES: list[Rule] = [
+    # kopf's peering in each watched namespace.
+    {"apiGroups": ["kopf.dev"], "resources": ["kopfpeerings"], "verbs": ["list", "watch", "patch"]},
+]
+
+WEBHOOK_CONFIGURATION = "draftgen.io"
+"""Name of the webhook configurations kopf manages (`settings.admission.managed`)."""
+
+WEBHOOK_RULES: list[Rule] = [
+    # kopf creates both configurations (try-and-ignore-409: a create cannot be limited to a
+    # name) and patches its webhooks in: the mutating one too, left empty (no mutating handler).
     {
         "apiGroups": ["admissionregistration.k8s.io"],
-        "resources": ["validatingwebhookconfigurations"],
-        "verbs": ["get", "list", "watch", "create", "patch"],
+        "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+        "verbs": ["create"],
+    },
+    {
+        "apiGroups": ["admissionregistration.k8s.io"],
+        "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+        "resourceNames": [WEBHOOK_CONFIGURATION],
+        "verbs": ["patch"],
     },
 ]
+
+
+def cluster_rules(*, all_namespaces: bool, webhook: bool) -> list[Rule]:
+    """Cluster-scoped rules (the chart's `<fullname>-operator-cluster` ClusterRole)."""
+    return (ALL_NAMESPACES_RULES if all_namespaces else []) + (WEBHOOK_RULES if webhook else [])
+
+
+def namespaced_rules(*, all_namespaces: bool) -> list[Rule]:
+    """Namespaced rules (the chart's `<fullname>-operator` ClusterRole)."""
+    return NAMESPACED_RULES + ([] if all_namespaces else WATCHED_NAMESPACES_RULES)
+
+
+def rules(*, all_namespaces: bool = True, webhook: bool = False) -> list[Rule]:
+    """Every rule the operator needs in this mode."""
+    return cluster_rules(all_namespaces=all_namespaces, webhook=webhook) + namespaced_rules(
+        all_namespaces=all_namespaces
+    )
+
+
+RULES: list[Rule] = rules()
+"""The chart's default: every namespace, no webhook."""

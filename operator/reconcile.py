@@ -71,6 +71,12 @@ class Outcome:
     delete_job: bool = False
 
 
+_SCALED_DOWN = (
+    "server scaled to 0 after the failure (shutdownServerAfterCompletion); its "
+    "objects are kept for inspection"
+)
+
+
 def status_to_wire(status: GenerationJobStatus) -> dict[str, Any]:
     return status.model_dump(by_alias=True, mode="json", exclude_none=True)
 
@@ -138,9 +144,18 @@ class Reconciler:
         if spec.shutdown_server_after_completion:
             if status.phase == "Succeeded":
                 self.children.delete_server(ref.name, ref.namespace)
+                decisions.mark_server_down(
+                    status,
+                    "ServerDeleted",
+                    "server deleted after completion (shutdownServerAfterCompletion)",
+                    ref.generation,
+                    now,
+                )
             else:
                 self.children.scale_server(ref.name, ref.namespace, 0)
-            status.server.ready_replicas = 0
+                decisions.mark_server_down(
+                    status, "ServerScaledDown", _SCALED_DOWN, ref.generation, now
+                )
         delete_job = decisions.ttl_expired(
             spec.ttl_seconds_after_finished, status.completion_time, now
         )
@@ -166,10 +181,13 @@ class Reconciler:
     ) -> Outcome:
         if stop_generator:
             self.children.stop_generator(ref.name, ref.namespace)
+        decisions.mark_failed(status, event, reason, message, ref.generation, now)
         if spec.shutdown_server_after_completion:
             # Give the GPUs back; the objects stay for inspection.
             self.children.scale_server(ref.name, ref.namespace, 0)
-        decisions.mark_failed(status, event, reason, message, ref.generation, now)
+            decisions.mark_server_down(
+                status, "ServerScaledDown", _SCALED_DOWN, ref.generation, now
+            )
         return Outcome(status_to_wire(status))
 
     def _run(
@@ -180,7 +198,7 @@ class Reconciler:
         # Name, namespace and spec only: a label edit must not restart the generator.
         document = render_generator.job_document(ref.name, ref.namespace, ref.spec)
         digest = render_generator.config_hash(document)
-        if decisions.generator_ended(job, digest):
+        if job is not None and decisions.generator_ended(job, digest):
             # The generator already ended with this spec: decide from it without bringing the
             # server back (a restart, or a lost status write, after the teardown must not
             # re-create or re-scale the GPU server).

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+from collections.abc import Mapping
 from typing import Any, get_type_hints
 
 from draftgen.spec.server import ServerSpec
@@ -50,8 +51,17 @@ class OperatorSettings:
     metrics_port: int = 8080
     """Port of the operator's own Prometheus metrics (`/metrics`); 0 disables them."""
 
+    metrics_address: str = "127.0.0.1"
+    """Address the metrics server binds to. Loopback by default, so an operator run on a
+    workstation exposes nothing; in a pod Prometheus scrapes the pod IP, so the chart sets
+    0.0.0.0 (value `operator.metricsAddress`)."""
+
     liveness_port: int = 8081
     """Port of kopf's liveness endpoint (`/healthz`); 0 disables it."""
+
+    liveness_address: str = "127.0.0.1"
+    """Address the liveness endpoint binds to (the kubelet probes the pod IP: the chart sets
+    0.0.0.0, value `operator.livenessAddress`)."""
 
     poll_interval_seconds: float = 15.0
     """How often each job is reconciled: server readiness, generator progress, crash loops."""
@@ -83,6 +93,10 @@ class OperatorSettings:
     webhook_port: int = 9443
     """Port of the admission webhook server."""
 
+    webhook_address: str = "127.0.0.1"
+    """Address the webhook server binds to (the API server connects through the webhook
+    Service to the pod IP: the chart sets 0.0.0.0, value `operator.webhook.address`)."""
+
     webhook_host: str | None = None
     """Host name the API server uses to reach the webhook (a Service DNS name); None lets kopf
     detect it."""
@@ -100,11 +114,11 @@ class OperatorSettings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorSettings:
         """Read every field from `DRAFTGEN_OPERATOR_<FIELD>`; unset variables keep the defaults."""
-        env = os.environ if env is None else env
+        source: Mapping[str, str] = os.environ if env is None else env
         hints = get_type_hints(cls)
         values: dict[str, Any] = {}
         for field in dataclasses.fields(cls):
-            raw = env.get(ENV_PREFIX + field.name.upper())
+            raw = source.get(ENV_PREFIX + field.name.upper())
             if raw is None or raw == "":
                 continue
             values[field.name] = _convert(field.name, raw, hints[field.name])

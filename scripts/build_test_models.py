@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import sys
@@ -100,7 +101,7 @@ def train_bpe(corpus: str, num_merges: int) -> list[tuple[str, str]]:
     for _ in range(num_merges):
         counts: dict[tuple[str, str], int] = {}
         for word, freq in words.items():
-            for a, b in zip(word, word[1:]):
+            for a, b in itertools.pairwise(word):
                 counts[(a, b)] = counts.get((a, b), 0) + freq
         if not counts:
             break
@@ -670,7 +671,7 @@ def build_chatml(out_dir: Path) -> None:
     (out_dir / "special_tokens_map.json").write_text(
         json.dumps({"eos_token": "<|im_end|>", "pad_token": "<|im_end|>"}) + "\n"
     )
-    eos_id = [i for i, s in specials.items() if s == "<|im_end|>"][0]
+    eos_id = next(i for i, s in specials.items() if s == "<|im_end|>")
     RECIPES["tiny-chatml"]["tokenizer_size"] = max(specials) + 1
     build_model(out_dir, "tiny-chatml", eos_id=eos_id, bos_id=None)
 

@@ -79,6 +79,7 @@ class _SplitWriter:
                 self._next_file()
             room = self.rows_per_file - self.rows_in_file
             chunk, self.buffer = self.buffer[:room], self.buffer[room:]
+            assert self.writer is not None  # _next_file() opened it
             self.writer.write_table(pa.Table.from_pylist(chunk, schema=SCHEMA))
             self.rows_in_file += len(chunk)
 

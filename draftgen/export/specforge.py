@@ -39,6 +39,7 @@ class ChatFormat:
             )
         }
         self.end = ids["<|im_end|>"]
+        self.middle: int | None
         if ids["<|im_middle|>"] is not None and ids["<|im_user|>"] is not None:
             self.kind = "kimi"
             self.headers = {
@@ -79,8 +80,8 @@ class ChatFormat:
         for n, start in enumerate(starts):
             stop = starts[n + 1] if n + 1 < len(starts) else len(ids)
             body = ids[start + 1 : stop]
-            closed = self.end in body
-            if closed:
+            closed = self.end is not None and self.end in body
+            if closed and self.end is not None:
                 body = body[: body.index(self.end)]
             role, name, content = self._turn(ids[start], body)
             if not closed:

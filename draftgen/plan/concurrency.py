@@ -43,11 +43,11 @@ def mean_sequence_tokens(
     known = [d for d in lengths if d.sequence_tokens is not None]
     if not known:
         return None
-    weights = {d.name: (samples or {}).get(d.name) or 0.0 for d in known}
+    weights: dict[str, float] = {d.name: (samples or {}).get(d.name) or 0.0 for d in known}
     if not any(weights.values()):
         weights = {d.name: 1.0 for d in known}
     total = sum(weights.values())
-    return sum(weights[d.name] * d.sequence_tokens for d in known) / total  # type: ignore[operator]
+    return sum(weights[d.name] * (d.sequence_tokens or 0) for d in known) / total
 
 
 def concurrent_decodes(

@@ -21,7 +21,7 @@ def format_duration(seconds: float | None) -> str:
     """`62400` → `17h20m`; `2700` → `45m`; `42` → `42s`; None or negative → `` (unknown)."""
     if seconds is None or seconds < 0 or seconds != seconds or seconds == float("inf"):
         return ""
-    total = int(round(seconds))
+    total = round(seconds)
     if total < 60:
         return f"{total}s"
     minutes = (total + 30) // 60

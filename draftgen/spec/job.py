@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -15,10 +15,9 @@ from .sampling import SamplingSpec
 from .server import ServerSpec
 from .status import GenerationJobStatus
 
-GROUP = "draftgen.io"
-VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
-KIND = "GenerationJob"
+API_VERSION: Final = "draftgen.io/v1alpha1"  # a literal, so that the field below can be typed by it
+GROUP, VERSION = API_VERSION.split("/")
+KIND: Final = "GenerationJob"
 PLURAL = "generationjobs"
 SINGULAR = "generationjob"
 SHORT_NAMES = ("gj",)

@@ -386,9 +386,9 @@ def _serve(args: argparse.Namespace, extra: Iterable[str]) -> int:
         )
         while server.is_running():
             time.sleep(1.0)
+        code = server.proc.returncode if server.proc is not None else None
         print(
-            f"SGLang exited with code {server.proc.returncode}; log {server.log_path}:\n"
-            f"{_tail(server.log_path, 20)}",
+            f"SGLang exited with code {code}; log {server.log_path}:\n{_tail(server.log_path, 20)}",
             file=sys.stderr,
         )
         return 1

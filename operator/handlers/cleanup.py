@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import kopf
@@ -15,7 +14,7 @@ from . import state
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)
-def on_delete(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
+def on_delete(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     name, namespace = body.metadata.name, body.metadata.namespace or "default"
     try:
         state.reconciler().delete_children(name, namespace)

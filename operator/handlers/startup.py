@@ -3,42 +3,55 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
 from ..kube import Kube
 from ..metrics import serve
+from ..rbac import WEBHOOK_CONFIGURATION
 from ..reconcile import Reconciler
 from ..validate import register_webhook
 from . import state
 
 
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any) -> None:
+def configure(settings: kopf.OperatorSettings, logger: kopf.Logger, **_: Any) -> None:
     ours = state.SETTINGS
     settings.peering.name = ours.peering_name
     settings.peering.standalone = settings.peering.standalone or ours.standalone
+    # Events: the reconcile posts its own (operator/events.py, rate-limited), including its
+    # failures. Log records, kopf's own included, are not posted: a log line per poll, or a
+    # retry message per backoff, would flood the API server's event store.
     settings.posting.level = logging.WARNING
+    settings.posting.loggers = False
     # Retry failed handlers soon (API hiccups), backing off to a minute.
     settings.execution.default_backoff = min(settings.execution.default_backoff, 10)
     settings.execution.max_workers = ours.handler_threads
     settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
     settings.persistence.finalizer = "draftgen.io/cleanup"
+    if ours.namespaces and not any(c in ns for ns in ours.namespaces for c in "*?[!"):
+        # Exact namespace names: nothing to discover, so no access to namespaces or CRDs is
+        # needed (operator/rbac.py); kopf would otherwise list and watch both.
+        settings.scanning.disabled = True
     # A job being deleted waits for its running timer to exit before the finalizer goes (the
     # TTL deletion is issued from the timer itself): check every second, not every minute.
     settings.background.cancellation_polling = 1
     if ours.webhook:
         register_webhook(ours)
         settings.admission.server = kopf.WebhookServer(
+            addr=ours.webhook_address,
             port=ours.webhook_port,
             host=ours.webhook_host,
             certfile=ours.webhook_certfile,
             pkeyfile=ours.webhook_pkeyfile,
             insecure=ours.webhook_insecure,
         )
-        settings.admission.managed = "draftgen.io"
+        # kopf manages both configuration kinds under this name (operator/rbac.py).
+        settings.admission.managed = WEBHOOK_CONFIGURATION
     kube = Kube.from_environment()
-    state.set_reconciler(Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, owner)))
-    serve(ours.metrics_port)
+    state.set_reconciler(
+        Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, cast(kopf.Body, owner)))
+    )
+    serve(ours.metrics_port, ours.metrics_address)
     logger.info("draftgen operator configured: poll every %ss", ours.poll_interval_seconds)

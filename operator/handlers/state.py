@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import threading
 
+from ..events import EventLimiter
 from ..reconcile import Reconciler
 from ..settings import OperatorSettings
 
 SETTINGS = OperatorSettings.from_env()
 """Read once at import: the timer interval is fixed when the handlers are registered."""
+
+EVENTS = EventLimiter()
+"""Rate limits of the Events posted about each GenerationJob (by uid)."""
 
 _reconciler: Reconciler | None = None
 _locks: dict[str, threading.Lock] = {}
@@ -35,3 +39,4 @@ def lock_for(uid: str) -> threading.Lock:
 def forget(uid: str) -> None:
     with _locks_guard:
         _locks.pop(uid, None)
+    EVENTS.forget(uid)

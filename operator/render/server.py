@@ -129,7 +129,7 @@ def pod_template(
     """The server pod template of one replica."""
     s = spec.server
     startup_failures = math.ceil(settings.server_startup_seconds / PROBE_PERIOD_SECONDS)
-    mounts = [
+    mounts: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "tmp", "mountPath": "/tmp"},
         {"name": "home", "mountPath": HOME},

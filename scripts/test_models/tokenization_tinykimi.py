@@ -95,7 +95,7 @@ def deep_sort_dict(obj: Any) -> Any:
 
 class TinyKimiTokenizer(PreTrainedTokenizer):
     vocab_files_names = VOCAB_FILES_NAMES
-    model_input_names = ["input_ids", "attention_mask"]
+    model_input_names = ["input_ids", "attention_mask"]  # noqa: RUF012 (as transformers declares it)
 
     def __init__(
         self,

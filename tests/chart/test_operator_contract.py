@@ -84,6 +84,39 @@ def test_non_default_values_reach_the_operator():
     assert s.webhook_certfile and s.webhook_pkeyfile
 
 
+def test_servers_in_the_pod_listen_where_they_are_reached():
+    """Defaults: loopback for an operator run by hand (tests/operator/test_bind_addresses.py);
+    in the pod Prometheus, the kubelet and the API server connect to the pod IP."""
+    plain = OperatorSettings()
+    assert (plain.metrics_address, plain.liveness_address, plain.webhook_address) == (
+        "127.0.0.1",
+        "127.0.0.1",
+        "127.0.0.1",
+    )
+    s = _settings(render(full_values()))
+    assert (s.metrics_address, s.liveness_address, s.webhook_address) == (
+        "0.0.0.0",
+        "0.0.0.0",
+        "0.0.0.0",
+    )
+    s = _settings(
+        render(
+            {
+                "operator": {
+                    "metricsAddress": "127.0.0.1",
+                    "livenessAddress": "::",
+                    "webhook": {"enabled": True, "certSecret": "t", "address": "10.0.0.7"},
+                }
+            }
+        )
+    )
+    assert (s.metrics_address, s.liveness_address, s.webhook_address) == (
+        "127.0.0.1",
+        "::",
+        "10.0.0.7",
+    )
+
+
 def test_peering_object_is_the_one_the_operator_joins():
     docs = render()
     assert one(docs, "ClusterKopfPeering")["metadata"]["name"] == _settings(docs).peering_name

@@ -1,7 +1,11 @@
 """Least privilege: the chart grants exactly the rules the operator declares it uses
-(draftgen.controller.rbac), no more, and binds them where the operator watches."""
+(draftgen.controller.rbac) in each mode — every namespace, chosen namespaces, the webhook on —
+no more, and binds them where the operator watches. (tests/operator/test_rbac_modes.py checks
+those rules against what the operator really calls.)"""
 
 from __future__ import annotations
+
+import pytest
 
 from draftgen.controller import rbac
 
@@ -12,50 +16,65 @@ CLUSTER_SCOPED = {
     "namespaces",
     "clusterkopfpeerings",
     "validatingwebhookconfigurations",
+    "mutatingwebhookconfigurations",
+}
+WEBHOOK = {"webhook": {"enabled": True, "certSecret": "webhook-tls"}}
+CHOSEN = {"watchNamespaces": ["team-a", "team-b"]}
+MODES = {
+    "all namespaces": ({}, dict(all_namespaces=True, webhook=False)),
+    "chosen namespaces": (CHOSEN, dict(all_namespaces=False, webhook=False)),
+    "all namespaces, webhook": (WEBHOOK, dict(all_namespaces=True, webhook=True)),
+    "chosen namespaces, webhook": ({**CHOSEN, **WEBHOOK}, dict(all_namespaces=False, webhook=True)),
 }
 
 
-def _triples(rules) -> set[tuple[str, str, str]]:
+def grants(rules) -> set[tuple[str, str, str, str | None]]:
+    """(group, resource, verb, resourceName or None) of every rule."""
     return {
-        (group, resource, verb)
+        (group, resource, verb, name)
         for rule in rules
         for group in rule["apiGroups"]
         for resource in rule["resources"]
         for verb in rule["verbs"]
+        for name in rule.get("resourceNames") or [None]
     }
 
 
-def _granted(docs) -> set[tuple[str, str, str]]:
-    return _triples(
-        rule
-        for kind in ("ClusterRole", "Role")
-        for role in of_kind(docs, kind)
-        for rule in role["rules"]
+def _roles(docs) -> dict[str, set]:
+    return {r["metadata"]["name"]: grants(r["rules"]) for r in of_kind(docs, "ClusterRole")}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_chart_grants_exactly_the_operator_rules_in_each_mode(mode):
+    values, kwargs = MODES[mode]
+    roles = _roles(render({"operator": values}))
+    assert of_kind(render({"operator": values}), "Role") == []
+    assert roles.pop("dg-draftgen-operator") == grants(
+        rbac.namespaced_rules(all_namespaces=kwargs["all_namespaces"])
     )
+    assert roles.pop("dg-draftgen-operator-cluster", set()) == grants(rbac.cluster_rules(**kwargs))
+    assert roles == {}
 
 
-def test_chart_grants_exactly_the_operator_rules():
-    assert _granted(render()) == _triples(rbac.RULES)
-
-
-def test_webhook_adds_exactly_the_webhook_rules():
-    docs = render({"operator": {"webhook": {"enabled": True, "certSecret": "webhook-tls"}}})
-    assert _granted(docs) == _triples(rbac.RULES + rbac.WEBHOOK_RULES)
+def test_the_default_is_rbac_rules():
+    assert set().union(*_roles(render()).values()) == grants(rbac.RULES)
 
 
 def test_no_wildcards_and_no_secrets():
-    for group, resource, verb in _granted(
-        render({"operator": {"webhook": {"enabled": True, "certSecret": "webhook-tls"}}})
-    ):
-        assert "*" not in (group, resource, verb)
-        assert resource != "secrets"
+    for mode in MODES.values():
+        granted = set().union(*_roles(render({"operator": mode[0]})).values())
+        for group, resource, verb, _ in granted:
+            assert "*" not in (group, resource, verb)
+            assert resource != "secrets"
 
 
-def test_cluster_scoped_rules_sit_apart_from_namespaced_ones():
-    roles = {r["metadata"]["name"]: _triples(r["rules"]) for r in of_kind(render(), "ClusterRole")}
-    cluster, namespaced = roles["dg-draftgen-operator-cluster"], roles["dg-draftgen-operator"]
-    assert {res for _, res, _ in cluster} <= CLUSTER_SCOPED
-    assert not {res for _, res, _ in namespaced} & CLUSTER_SCOPED
+@pytest.mark.parametrize("mode", MODES)
+def test_cluster_scoped_rules_sit_apart_from_namespaced_ones(mode):
+    roles = _roles(render({"operator": MODES[mode][0]}))
+    cluster = roles.get("dg-draftgen-operator-cluster", set())
+    namespaced = roles["dg-draftgen-operator"]
+    assert {res for _, res, _, _ in cluster} <= CLUSTER_SCOPED
+    assert not {res for _, res, _, _ in namespaced} & CLUSTER_SCOPED
 
 
 def test_watching_every_namespace_binds_cluster_wide():
@@ -70,10 +89,13 @@ def test_watching_every_namespace_binds_cluster_wide():
 
 
 def test_watching_chosen_namespaces_binds_only_there():
-    docs = render({"operator": {"watchNamespaces": ["team-a", "team-b"]}})
-    assert {b["roleRef"]["name"] for b in of_kind(docs, "ClusterRoleBinding")} == {
-        "dg-draftgen-operator-cluster"
-    }
+    docs = render({"operator": CHOSEN})
+    # Nothing cluster-scoped is needed (no scanning, peering per namespace): no ClusterRoleBinding.
+    assert of_kind(docs, "ClusterRoleBinding") == []
     bindings = of_kind(docs, "RoleBinding")
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
     assert {b["roleRef"]["name"] for b in bindings} == {"dg-draftgen-operator"}
+    with_webhook = render({"operator": {**CHOSEN, **WEBHOOK}})
+    assert {b["roleRef"]["name"] for b in of_kind(with_webhook, "ClusterRoleBinding")} == {
+        "dg-draftgen-operator-cluster"
+    }

@@ -73,7 +73,7 @@ class Run:
             self.proc.wait()
             raise AssertionError(
                 f"draftgen generate did not end within {timeout} s:\n{self.log()[-3000:]}"
-            )
+            ) from None
         return self.proc.returncode, self.log()
 
     def kill_when(self, ready: Callable[[], bool], timeout: float = 300) -> bool:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from .gen_run import prompt_rows, write_job, write_jsonl
 from .misbehaving import Misbehaving
@@ -62,7 +63,9 @@ def test_tokenizer_workers_exit_when_the_generator_is_killed(tmp_path, kimi_like
                 assert time.monotonic() < deadline, "no request came"
                 time.sleep(0.1)
             workers = [
-                c for c in _children(proc.pid) if "spawn_main" in open(f"/proc/{c}/cmdline").read()
+                c
+                for c in _children(proc.pid)
+                if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()
             ]
             assert workers, "no tokenizer worker process found"
             proc.send_signal(signal.SIGKILL)

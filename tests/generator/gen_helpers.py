@@ -140,7 +140,7 @@ def records(directory: Path) -> list[dict]:
 
 def rejects(directory: Path) -> list[dict]:
     path = directory / "rejects.jsonl"
-    return [json.loads(l) for l in path.read_text().splitlines()] if path.exists() else []
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def cli(*args: str, **kwargs: Any) -> subprocess.Popen:

@@ -144,7 +144,7 @@ def test_a_full_disk_stops_with_its_own_exit_code_and_no_half_record(
     assert "free space" in done.stderr
     shard = out / "all" / "shard-00000.jsonl"
     data = shard.read_bytes()
-    assert data.endswith(b"\n") and all(json.loads(l) for l in data.splitlines())
+    assert data.endswith(b"\n") and all(json.loads(line) for line in data.splitlines())
     written = len(data.splitlines())
     # With room again, the same command finishes the job exactly.
     done = subprocess.run(args, capture_output=True, text=True, timeout=180)

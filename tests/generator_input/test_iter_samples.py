@@ -165,7 +165,9 @@ def test_prompt_too_long_is_a_reject(run_dataset):
         [{"prompt": "short"}, {"prompt": "long " * 100}], "prompt", max_prompt_tokens=100
     )
     assert rejects(items) == {1: "prompt_too_long"}
-    assert "the server accepts at most 100" in [i for i in items if isinstance(i, Reject)][0].detail
+    assert (
+        "the server accepts at most 100" in next(i for i in items if isinstance(i, Reject)).detail
+    )
 
 
 def test_template_error_is_a_reject(tmp_path):

@@ -70,7 +70,7 @@ def test_the_image_is_lean(container):
     tools = container.exec("sh", "-c", "command -v gcc cc g++ make clang ld", check=False)
     assert tools.stdout.strip() == "", tools.stdout
     test_extras = ("pytest", "hypothesis", "kmock", "datasets", "jsonschema")
-    code = "import importlib.util as u; print(*[m for m in %r if u.find_spec(m)])" % (test_extras,)
+    code = f"import importlib.util as u; print(*[m for m in {test_extras!r} if u.find_spec(m)])"
     assert container.exec("python", "-c", code).stdout.strip() == ""
 
 

@@ -212,3 +212,23 @@ def test_a_cycle_between_packages_is_found(tmp_path):
         "draftgen.spec",
         "draftgen.plan",
     ]  # ...but the packages go round
+
+
+def test_importing_a_module_acts_on_nothing():
+    """Importing any module leaves the environment, the threads and prometheus_client's process-wide
+    switches as they were: a module acts when it is called (kopf's handler registration in
+    draftgen.controller.handlers is the one intended exception, and it touches none of these)."""
+    names = sorted(find_modules(ROOTS))
+    code = (
+        "import importlib, os, sys, threading\n"
+        "import prometheus_client.metrics as pm\n"
+        "env, threads, created = dict(os.environ), threading.active_count(), pm._use_created\n"
+        "for name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+        "changed = sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k))\n"
+        "print(changed, threading.active_count() - threads, pm._use_created == created)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, *names], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-2] == "[] 0 True", result.stdout

@@ -16,7 +16,12 @@ What the subclass adds (see /work/shared/notes/kubernetes-testing.md):
   reactions by walking every request it has ever served (O(n) per request: 13 ms per GET after
   500 requests, 145 ms after 3000), so kmock is shown only the requests in flight and the whole
   log lives in `served`.
-What it still does not do: garbage collection, admission, schema validation, controllers (no
+- optionally (`Rbac`), authorization of the operator's requests against the rules the chart
+  grants, and the `OwnerReferencesPermissionEnforcement` admission plugin's rule, with the real
+  server's 403 messages;
+- the kinds kopf manages when a real server serves them (MutatingWebhookConfiguration, kopf's
+  peerings).
+What it still does not do: garbage collection, other admission, schema validation, controllers (no
 ReplicaSet, no pod, no Job status appears by itself: tests patch those in).
 """
 
@@ -54,6 +59,13 @@ RESOURCES = {
     "admissionregistration.k8s.io/v1/validatingwebhookconfigurations": dict(
         kind="ValidatingWebhookConfiguration", namespaced=False
     ),
+    # A real server serves it, so kopf's webhook management creates one too (it did not
+    # here while the emulator lacked it, and the operator crash-looped on a real cluster).
+    "admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": dict(
+        kind="MutatingWebhookConfiguration", namespaced=False
+    ),
+    "kopf.dev/v1/clusterkopfpeerings": dict(kind="ClusterKopfPeering", namespaced=False),
+    "kopf.dev/v1/kopfpeerings": dict(kind="KopfPeering", namespaced=True),
     "draftgen.io/v1alpha1/generationjobs": dict(
         kind="GenerationJob",
         singular="generationjob",
@@ -65,6 +77,79 @@ RESOURCES = {
 VERBS = {"get", "list", "watch", "create", "patch", "update", "delete"}
 
 
+OPERATOR_AGENTS = ("kopf/", "draftgen-operator")
+"""User agents of the operator's two API clients (kopf's and draftgen's own)."""
+
+
+@attrs.frozen
+class Grant:
+    """PolicyRules bound to the operator: cluster-wide (a ClusterRoleBinding) or only in some
+    namespaces (RoleBindings)."""
+
+    rules: tuple[dict[str, Any], ...]
+    namespaces: frozenset[str] | None = None
+
+
+@attrs.frozen
+class Rbac:
+    """What a real API server authorizes for the operator's ServiceAccount, optionally with the
+    `OwnerReferencesPermissionEnforcement` admission plugin (on by default in OpenShift): a
+    request may set `blockOwnerDeletion` only with `update` on the owner's `finalizers`.
+    Enforced on the operator's requests only (the tests' own client plays cluster-admin);
+    refusals answer 403 with the real server's message."""
+
+    grants: tuple[Grant, ...]
+    owner_references: bool = True
+    user: str = "system:serviceaccount:draftgen:dg-draftgen"
+
+    def allows(
+        self, verb: str, group: str, resource: str, namespace: str | None, name: str | None
+    ) -> bool:
+        for grant in self.grants:
+            if namespace is None and grant.namespaces is not None:
+                continue  # a RoleBinding grants nothing cluster-scoped
+            if grant.namespaces is not None and namespace not in grant.namespaces:
+                continue
+            for rule in grant.rules:
+                if (
+                    group in rule["apiGroups"]
+                    and resource in rule["resources"]
+                    and verb in rule["verbs"]
+                    and (not rule.get("resourceNames") or name in rule["resourceNames"])
+                ):
+                    return True
+        return False
+
+    def refusal(
+        self, verb: str, group: str, resource: str, namespace: str | None, name: str | None
+    ) -> str:
+        """kube-apiserver's RBAC message for a refused request."""
+        plural, _, sub = resource.partition("/")
+        what = f"{plural}.{group}" if group else plural
+        named = f' "{name}"' if name else ""
+        scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+        return (
+            f'{what}{named} is forbidden: User "{self.user}" cannot {verb} resource '
+            f'"{resource}" in API group "{group}" {scope}'
+        )
+
+
+def _verb(request: kmock.Request) -> str:
+    method = str(request.method.value)
+    if method == "GET":
+        return {kmock.action.LIST: "list", kmock.action.WATCH: "watch"}.get(request.action, "get")  # type: ignore[arg-type]
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+
+
+def _blocking_owners(obj: Any) -> list[dict[str, Any]]:
+    refs = (
+        ((obj or {}).get("metadata") or {}).get("ownerReferences") or []
+        if isinstance(obj, dict)
+        else []
+    )
+    return [ref for ref in refs if ref.get("blockOwnerDeletion")]
+
+
 @attrs.define(kw_only=True)
 class DraftgenEmulator(kmock.KubernetesEmulator):
     """The emulator plus the metadata bookkeeping a real API server does."""
@@ -73,6 +158,8 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
     _last_version: int = attrs.field(default=0, init=False)
     _unstored: set[int] = attrs.field(factory=set, init=False)
     """Versions handed out to writes that are not stored yet (a list must not claim them)."""
+    rbac: Rbac | None = None
+    """When set, the operator's requests are authorized as a real server would (see Rbac)."""
     served: list[tuple[float, kmock.Request]] = attrs.field(factory=list, init=False)
     """(arrival time, request) of every request, in order (kmock's own list holds only those
     in flight)."""
@@ -100,6 +187,13 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
 
     async def _handle(self, request: kmock.Request):  # type: ignore[override]
         version = None
+        if (
+            request.resource is not None
+            and request.resource.plural
+            and self.rbac is not None
+            and request.headers.get("User-Agent", "").startswith(OPERATOR_AGENTS)
+        ):
+            self._authorize(self.rbac, request)
         if request.resource is not None:
             try:
                 version = self._stamp(request)
@@ -155,6 +249,68 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
             ]
         return result
 
+    def _authorize(self, rbac: Rbac, request: kmock.Request) -> None:
+        """RBAC, then the OwnerReferencesPermissionEnforcement admission plugin: 403 if refused."""
+        resource = request.resource.plural + (
+            f"/{request.subresource}"  # type: ignore[union-attr]
+            if request.subresource
+            else ""
+        )
+        group = request.resource.group or ""  # type: ignore[union-attr]
+        verb = _verb(request)
+        name = request.name
+        if name is None and isinstance(request.data, dict):
+            name = (request.data.get("metadata") or {}).get("name")
+        if not rbac.allows(verb, group, resource, request.namespace, request.name):
+            raise kmock_k8s.KubernetesError(
+                status=403,
+                reason="Forbidden",
+                message=rbac.refusal(verb, group, resource, request.namespace, request.name),
+            )
+        if not rbac.owner_references or verb not in ("create", "update", "patch"):
+            return
+        key = (request.resource, request.namespace, request.name)
+        current = self.objects[key].raw if request.name and key in self.objects else None
+        had = {(r.get("kind"), r.get("name")) for r in _blocking_owners(current)}
+        data = request.data
+        new = (
+            data
+            if isinstance(data, dict)
+            else {
+                "metadata": {
+                    "ownerReferences": [
+                        op.get("value")
+                        for op in data or []
+                        if "ownerReferences" in str(op.get("path"))
+                        and isinstance(op.get("value"), dict)
+                    ]
+                }
+            }
+        )
+        for ref in _blocking_owners(new):
+            if (ref.get("kind"), ref.get("name")) in had:
+                continue
+            owner_group = ref["apiVersion"].rpartition("/")[0]
+            plurals = [
+                res.plural
+                for res, info in self.resources.items()
+                if info.kind == ref["kind"] and (res.group or "") == owner_group
+            ]
+            for plural in plurals:
+                if not rbac.allows(
+                    "update", owner_group, f"{plural}/finalizers", request.namespace, ref["name"]
+                ):
+                    what = f"{resource.partition('/')[0]}.{group}".rstrip(".")
+                    raise kmock_k8s.KubernetesError(
+                        status=403,
+                        reason="Forbidden",
+                        message=(
+                            f'{what} "{name}" is forbidden: cannot set blockOwnerDeletion if an '
+                            "ownerReference refers to a resource you can't set finalizers on: , "
+                            "<nil>"
+                        ),
+                    )
+
     def _stamp(self, request: kmock.Request) -> str | None:
         """Metadata a real API server sets on a write; the new resourceVersion, if any."""
         data = request.data
@@ -192,11 +348,7 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
                         }
                     )
             elif isinstance(data, dict):
-                meta = (
-                    data.setdefault("metadata", {})
-                    if data.get("metadata") is not None
-                    else data.setdefault("metadata", {})
-                )
+                meta = data.setdefault("metadata", {})
                 meta["resourceVersion"] = version
                 if (
                     "spec" in data
@@ -255,8 +407,11 @@ def _now() -> str:
 class EmulatorThread:
     """Runs the emulator on 127.0.0.1 in its own thread and event loop; a sync test client."""
 
-    def __init__(self, workdir: Path, kubeconfig: Path | None = None) -> None:
+    def __init__(
+        self, workdir: Path, kubeconfig: Path | None = None, rbac: Rbac | None = None
+    ) -> None:
         self.workdir = workdir
+        self.rbac = rbac
         self.kubeconfig = kubeconfig or workdir / "kubeconfig"
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -272,7 +427,10 @@ class EmulatorThread:
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        async with DraftgenEmulator() as emulator, kmock.Server(emulator, host="127.0.0.1") as srv:
+        async with (
+            DraftgenEmulator(rbac=self.rbac) as emulator,
+            kmock.Server(emulator, host="127.0.0.1") as srv,
+        ):
             self.emulator = emulator
             self.url = str(srv.url).rstrip("/")
             self._ready.set()

@@ -255,7 +255,7 @@ def kopf_registry_restored():
 
 
 @contextlib.contextmanager
-def running_operator():
+def running_operator(args: tuple[str, ...] = ("--all-namespaces", "--standalone")):
     """kopf running `draftgen.controller.handlers` in a thread, as `kopf run` would, against
     the emulator's kubeconfig; whatever the run registered with kopf, set in the environment or
     pointed the `kubernetes` package at is undone after it."""
@@ -273,16 +273,7 @@ def running_operator():
     try:
         with (
             kopf_registry_restored(),
-            KopfRunner(
-                [
-                    "run",
-                    "--all-namespaces",
-                    "--standalone",
-                    *verbose,
-                    "-m",
-                    "draftgen.controller.handlers",
-                ]
-            ) as runner,
+            KopfRunner(["run", *args, *verbose, "-m", "draftgen.controller.handlers"]) as runner,
         ):
             yield runner
     finally:

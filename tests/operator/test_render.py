@@ -54,7 +54,7 @@ def test_every_manifest_passes_strict_kubernetes_1_30_validation(name: str) -> N
     objs = _render(_variants()[name])
     kinds = sorted(o["kind"] for o in objs.values())
     assert "Deployment" in kinds and "Job" in kinds and "Service" in kinds
-    for key, obj in objs.items():
+    for obj in objs.values():
         # Raises on unknown fields (strict) or schema violations.
         kubernetes_validate.validate(obj, "1.30", strict=True)
 

@@ -1,0 +1,40 @@
+"""The checks engineers run on their own machines pass here too: ruff (lint and format) and mypy,
+with the configuration in pyproject.toml. A failure prints the tool's own findings."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def _tool(name: str) -> str:
+    path = BIN / name
+    if not path.exists():
+        found = shutil.which(name)
+        if found is None:
+            pytest.fail(f"{name} is not installed: `make venv` installs the lint extra")
+        return found
+    return str(path)
+
+
+def _run(repo: Path, *argv: str) -> None:
+    done = subprocess.run(argv, cwd=repo, capture_output=True, text=True)
+    assert done.returncode == 0, f"{' '.join(argv)} failed:\n{done.stdout}{done.stderr}"
+
+
+def test_ruff_lint_passes(repo):
+    _run(repo, _tool("ruff"), "check", "--no-cache", ".")
+
+
+def test_ruff_format_is_applied(repo):
+    _run(repo, _tool("ruff"), "format", "--check", "--no-cache", ".")
+
+
+def test_mypy_passes(repo):
+    _run(repo, _tool("mypy"), "--cache-dir", str(repo / ".cache" / "mypy"))

@@ -1,0 +1,124 @@
+"""Every condition describes the present, after each transition — not only the phase.
+
+One reconcile step at a time (the code every kopf handler runs), against the emulator, so each
+transition's conditions are read exactly when it happened."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from draftgen.controller.kube import Kube
+from draftgen.controller.reconcile import JobRef, Reconciler
+from draftgen.controller.settings import OperatorSettings
+
+from .harness import APPS, Cluster, example_job
+
+
+@pytest.fixture
+def step(cluster: Cluster) -> Iterator:
+    kube = Kube(cluster.emu.url, backoff=0.01)
+    reconciler = Reconciler(kube, OperatorSettings(http_timeout_seconds=0.2))
+
+    def run(name: str = "kimi") -> dict:
+        fresh = kube.get("GenerationJob", cluster.ns, name)
+        assert fresh is not None
+        outcome = reconciler.reconcile(JobRef(body=fresh))
+        cluster.emu.patch(
+            "/apis/draftgen.io/v1alpha1",
+            "generationjobs",
+            cluster.ns,
+            name,
+            {"status": outcome.status},
+            subresource="status",
+        )
+        return {c["type"]: (c["status"], c["reason"]) for c in outcome.status["conditions"]}
+
+    yield run
+    kube.close()
+
+
+def _to_generating(cluster: Cluster, step) -> dict:
+    step()
+    cluster.server_ready("kimi")
+    conditions = step()
+    assert cluster.status("kimi")["phase"] == "Generating"
+    return conditions
+
+
+def test_suspend_and_resume(cluster: Cluster, step) -> None:
+    cluster.apply(example_job(cluster.ns))
+    assert step()["Generating"] == ("False", "WaitingForServer")
+    assert _to_generating(cluster, step)["ServerReady"] == ("True", "Ready")
+
+    cluster.edit_spec("kimi", {"suspend": True})
+    suspended = step()
+    assert cluster.status("kimi")["phase"] == "Suspended"
+    assert suspended["ServerReady"] == ("False", "Suspended")
+    assert suspended["Generating"] == ("False", "Suspended")
+    assert suspended["Suspended"] == ("True", "SuspendedBySpec")
+
+    cluster.emu.patch(
+        APPS,
+        "deployments",
+        cluster.ns,
+        "kimi-server-0",
+        {"status": {"replicas": 0, "readyReplicas": 0}},
+        subresource="status",
+    )
+    cluster.edit_spec("kimi", {"suspend": False})
+    resumed = step()
+    assert cluster.status("kimi")["phase"] == "StartingServer"
+    assert "Suspended" not in resumed
+    assert resumed["ServerReady"][0] == "False"
+    assert resumed["Generating"] == ("False", "WaitingForServer")
+
+
+def test_success_with_the_server_deleted(cluster: Cluster, step) -> None:
+    cluster.apply(example_job(cluster.ns))
+    _to_generating(cluster, step)
+    cluster.finish_generator("kimi")
+    done = step()
+    assert cluster.status("kimi")["phase"] == "Succeeded"
+    assert cluster.deployment("kimi-server-0") is None
+    assert done["ServerReady"] == ("False", "ServerDeleted")
+    assert done["Complete"] == ("True", "AllDatasetsDone")
+    assert done["Generating"] == ("False", "Completed")
+    assert step() == done  # a later poll of the finished job says the same
+
+
+def test_generator_failure_scales_the_server_down(cluster: Cluster, step) -> None:
+    cluster.apply(example_job(cluster.ns))
+    _to_generating(cluster, step)
+    cluster.finish_generator("kimi", succeeded=False)
+    failed = step()
+    assert cluster.status("kimi")["phase"] == "Failed"
+    assert cluster.deployment("kimi-server-0")["spec"]["replicas"] == 0
+    assert failed["ServerReady"] == ("False", "ServerScaledDown")
+    assert failed["Failed"] == ("True", "GeneratorFailed")
+
+
+def test_a_server_crash_keeps_its_reason_when_scaled_down(cluster: Cluster, step) -> None:
+    cluster.apply(example_job(cluster.ns))
+    step()
+    cluster.put_pod(
+        "kimi-server-0-abc12",
+        {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
+        {
+            "phase": "Running",
+            "containerStatuses": [
+                {
+                    "name": "sglang",
+                    "ready": False,
+                    "restartCount": 3,
+                    "state": {},
+                    "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}},
+                }
+            ],
+        },
+    )
+    failed = step()
+    assert cluster.status("kimi")["phase"] == "Failed"
+    assert failed["ServerReady"] == ("False", "ServerOutOfHostMemory")
+    assert step()["ServerReady"] == ("False", "ServerOutOfHostMemory")
