@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from gen_helpers import THINK, WEATHER_TOOL, cli, records, write_job, write_jsonl
+
+from .gen_helpers import THINK, WEATHER_TOOL, cli, records, write_job, write_jsonl
 
 pytestmark = pytest.mark.sglang
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import subprocess
-import sys
 import time
 
 import httpx
@@ -47,8 +46,7 @@ def _wait(fn, what: str, timeout: float = 60.0):
 
 @pytest.fixture
 def emulator(container):
-    sys.path.insert(0, str(REPO / "tests" / "operator"))
-    from emulator import EmulatorThread
+    from tests.operator.emulator import EmulatorThread
 
     workdir = container.inputs / "kube"
     workdir.mkdir(exist_ok=True)
