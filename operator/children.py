@@ -1,42 +1,82 @@
 """Writes to a GenerationJob's children: the server's Service and Deployments, the generator's
 ConfigMap and Job. Every write is idempotent (fixed names; a create that meets the object
-returns it), so running one twice, or after an operator restart, changes nothing twice.
+returns it), so running one twice, or after an operator restart, changes nothing twice. An object
+of a child's name that the job does not control is never adopted, changed or deleted
+(`ownership`).
 
 What to write is decided elsewhere (`decisions`); this module only carries it out.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from draftgen.spec import GenerationJobSpec
 
-from . import names
+from . import names, ownership
 from .decisions import server_action
 from .kube import Kube
 from .render import generator as render_generator
 from .render import server as render_server
 from .settings import OperatorSettings
 
+log = logging.getLogger(__name__)
+
 Adopt = Callable[[dict[str, Any], dict[str, Any]], None]
 
 
 class Children:
-    """The children of one operator: `adopt` sets owner references (kopf.adopt) on creation."""
+    """The children of one operator: `adopt` sets owner references (kopf.adopt) on creation.
+
+    Every object read by name is checked against the job's uid before it is used, changed or
+    deleted (`ownership`): an object of that name the job does not control raises NotOwned and
+    is left exactly as it is."""
 
     def __init__(self, kube: Kube, settings: OperatorSettings, adopt: Adopt | None = None) -> None:
         self.kube = kube
         self.settings = settings
-        self._adopt = adopt
+        self._adopt = adopt or ownership.set_controller
 
     def _create(self, obj: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
-        if self._adopt is not None:
-            self._adopt(obj, owner)
-        return self.kube.create(obj)
+        self._adopt(obj, owner)
+        # A create that meets an existing object returns it: ours (a retried create) or not.
+        return ownership.require_owned(
+            obj["kind"], self.kube.create(obj), ownership.owner_uid(owner)
+        )
 
-    def server_deployments(self, job: str, namespace: str) -> list[dict[str, Any]]:
-        return self.kube.list("Deployment", namespace, names.selector(job, "server"))
+    def _get_owned(
+        self, kind: str, namespace: str, name: str, uid: str | None
+    ) -> dict[str, Any] | None:
+        """The object of this name if the job controls it, None if there is none; NotOwned if
+        another object holds the name."""
+        have = self.kube.get(kind, namespace, name)
+        return None if have is None else ownership.require_owned(kind, have, uid)
+
+    def _delete_owned(
+        self, kind: str, namespace: str, name: str, uid: str | None, propagation: str = "Background"
+    ) -> None:
+        """Delete the object of this name only if the job controls it (foreign ones stay)."""
+        have = self.kube.get(kind, namespace, name)
+        if have is None:
+            return
+        if not ownership.is_owned(have, uid):
+            log.warning(
+                "not deleting %s %s/%s: not controlled by this GenerationJob", kind, namespace, name
+            )
+            return
+        self.kube.delete(
+            kind, namespace, name, propagation=propagation, uid=have["metadata"].get("uid")
+        )
+
+    def server_deployments(self, job: str, namespace: str, uid: str | None) -> list[dict[str, Any]]:
+        """The job's server Deployments: labelled as its own and controlled by it."""
+        return [
+            d
+            for d in self.kube.list("Deployment", namespace, names.selector(job, "server"))
+            if ownership.is_owned(d, uid)
+        ]
 
     # -- the server --------------------------------------------------------------------------
     def ensure_server(
@@ -44,7 +84,8 @@ class Children:
     ) -> tuple[list[dict[str, Any]], bool]:
         """Service and one Deployment per replica, running; returns the Deployments and
         whether a server was created or rolled (its KV capacity must be read again)."""
-        if self.kube.get("Service", namespace, names.service_name(job)) is None:
+        uid = ownership.owner_uid(owner)
+        if self._get_owned("Service", namespace, names.service_name(job), uid) is None:
             self._create(render_server.service(spec, job, namespace), owner)
         wanted = render_server.deployments(spec, job, namespace, self.settings)
         wanted_names = {d["metadata"]["name"] for d in wanted}
@@ -52,7 +93,7 @@ class Children:
         changed = False
         for want in wanted:
             name = want["metadata"]["name"]
-            have = self.kube.get("Deployment", namespace, name)
+            have = self._get_owned("Deployment", namespace, name, uid)
             action = server_action(want, have)
             if action == "create":
                 have = self._create(want, owner)
@@ -75,13 +116,18 @@ class Children:
                 have = self.kube.patch("Deployment", namespace, name, {"spec": {"replicas": 1}})
             assert have is not None  # server_action creates what is missing
             out.append(have)
-        for extra in self.server_deployments(job, namespace):
+        for extra in self.server_deployments(job, namespace, uid):
             if extra["metadata"]["name"] not in wanted_names:
-                self.kube.delete("Deployment", namespace, extra["metadata"]["name"])
+                self.kube.delete(
+                    "Deployment",
+                    namespace,
+                    extra["metadata"]["name"],
+                    uid=extra["metadata"].get("uid"),
+                )
         return out, changed
 
-    def scale_server(self, job: str, namespace: str, replicas: int) -> None:
-        for dep in self.server_deployments(job, namespace):
+    def scale_server(self, job: str, namespace: str, uid: str | None, replicas: int) -> None:
+        for dep in self.server_deployments(job, namespace, uid):
             if int((dep.get("spec") or {}).get("replicas") or 0) != replicas:
                 self.kube.patch(
                     "Deployment",
@@ -90,15 +136,17 @@ class Children:
                     {"spec": {"replicas": replicas}},
                 )
 
-    def delete_server(self, job: str, namespace: str) -> None:
-        deployments = self.server_deployments(job, namespace)
+    def delete_server(self, job: str, namespace: str, uid: str | None) -> None:
+        deployments = self.server_deployments(job, namespace, uid)
         if not deployments:
             return  # torn down already: a finished job's every poll costs one list, no deletes
         # The Service first: should its delete fail, the Deployments are still there to make
         # the next poll try again.
-        self.kube.delete("Service", namespace, names.service_name(job))
+        self._delete_owned("Service", namespace, names.service_name(job), uid)
         for dep in deployments:
-            self.kube.delete("Deployment", namespace, dep["metadata"]["name"])
+            self.kube.delete(
+                "Deployment", namespace, dep["metadata"]["name"], uid=dep["metadata"].get("uid")
+            )
 
     # -- the generator -----------------------------------------------------------------------
     def ensure_config(
@@ -106,7 +154,7 @@ class Children:
     ) -> None:
         """The ConfigMap holding the job document, with this document."""
         name = names.generator_name(job)
-        have = self.kube.get("ConfigMap", namespace, name)
+        have = self._get_owned("ConfigMap", namespace, name, ownership.owner_uid(owner))
         if have is None:
             self._create(render_generator.config_map(job, namespace, document), owner)
         elif (have.get("data") or {}).get(render_generator.CONFIG_KEY) != document:
@@ -132,15 +180,29 @@ class Children:
             render_generator.job(spec, job, namespace, endpoints, document, self.settings), owner
         )
 
-    def stop_generator(self, job: str, namespace: str) -> None:
+    def generator_job(self, job: str, namespace: str, uid: str | None) -> dict[str, Any] | None:
+        """The generator Job if the job controls it; NotOwned if a foreign Job holds its name
+        (its status must not be read as this job's outcome)."""
+        return self._get_owned("Job", namespace, names.generator_name(job), uid)
+
+    def stop_generator(self, job: str, namespace: str, uid: str | None) -> None:
         # Foreground: the Job stays until its pod is gone, so a restarted generator never
         # writes next to one still shutting down.
-        self.kube.delete("Job", namespace, names.generator_name(job), propagation="Foreground")
+        have = self.generator_job(job, namespace, uid)
+        if have is not None:
+            self.kube.delete(
+                "Job",
+                namespace,
+                names.generator_name(job),
+                propagation="Foreground",
+                uid=have["metadata"].get("uid"),
+            )
 
     # -- everything --------------------------------------------------------------------------
-    def delete_all(self, job: str, namespace: str) -> None:
-        """Everything the job created (owner references let a real cluster's GC do the same)."""
-        self.kube.delete("Job", namespace, names.generator_name(job), propagation="Background")
-        self.kube.delete("ConfigMap", namespace, names.generator_name(job))
-        self.kube.delete("Service", namespace, names.service_name(job))
-        self.delete_server(job, namespace)
+    def delete_all(self, job: str, namespace: str, uid: str | None) -> None:
+        """Everything the job created and still controls (owner references let a real
+        cluster's GC do the same); objects of the same names it does not control stay."""
+        self._delete_owned("Job", namespace, names.generator_name(job), uid)
+        self._delete_owned("ConfigMap", namespace, names.generator_name(job), uid)
+        self._delete_owned("Service", namespace, names.service_name(job), uid)
+        self.delete_server(job, namespace, uid)

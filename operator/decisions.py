@@ -14,6 +14,7 @@ from draftgen.spec import GenerationJobStatus
 
 from . import names, observe
 from .conditions import get_condition, parse_time, set_condition
+from .ownership import NotOwned
 from .phases import TERMINAL, Event, enter
 
 ServerAction = Literal["create", "roll", "scale", "keep"]
@@ -38,6 +39,23 @@ def reject_spec(
     else:
         # An edit broke a running job: keep running what was last accepted, say so.
         status.message = f"spec edit rejected, still running the last accepted spec: {problems[0]}"
+
+
+NOT_OWNED_REASON = "ObjectNotOwned"
+
+
+def mark_not_owned(status: GenerationJobStatus, err: NotOwned, gen: int | None, now: str) -> None:
+    """A child's name is held by an object the job does not control: nothing was changed."""
+    enter(status, Event.CHILD_NOT_OWNED)
+    status.message = str(err)
+    status.observed_generation = gen
+    set_condition(status.conditions, "Failed", True, NOT_OWNED_REASON, str(err), gen, now)
+
+
+def was_not_owned(status: GenerationJobStatus) -> bool:
+    """Failed only because a foreign object held a child's name (tried again every poll)."""
+    failed = get_condition(status.conditions, "Failed")
+    return status.phase == "Failed" and failed is not None and failed.reason == NOT_OWNED_REASON
 
 
 def was_rejected(status: GenerationJobStatus) -> bool:

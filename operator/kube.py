@@ -206,18 +206,25 @@ class Kube:
             content_type="application/json-patch+json",
         )
 
-    def delete(self, kind: str, namespace: str, name: str, propagation: str = "Background") -> bool:
-        """Delete; False when it was already gone."""
+    def delete(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        propagation: str = "Background",
+        uid: str | None = None,
+    ) -> bool:
+        """Delete; False when it was already gone. With `uid`, only that very object (the API
+        refuses with 409 if the name now holds another one)."""
+        options: dict[str, Any] = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "propagationPolicy": propagation,
+        }
+        if uid:
+            options["preconditions"] = {"uid": uid}
         try:
-            self._request(
-                "DELETE",
-                path(kind, namespace, name),
-                json={
-                    "kind": "DeleteOptions",
-                    "apiVersion": "v1",
-                    "propagationPolicy": propagation,
-                },
-            )
+            self._request("DELETE", path(kind, namespace, name), json=options)
             return True
         except KubeError as err:
             if err.status == 404:

@@ -31,6 +31,8 @@ class Event(enum.Enum):
     GENERATOR_RUNNING = "the generator was started, is restarting or is running"
     GENERATOR_SUCCEEDED = "the generator Job completed"
     GENERATOR_FAILED = "the generator Job ran out of retries"
+    CHILD_NOT_OWNED = "an object of a child's name exists and is not controlled by the job"
+    OWNERSHIP_RETRY = "a job failed on a foreign object: try again (it may be gone)"
 
 
 class UndeclaredTransition(RuntimeError):
@@ -61,6 +63,10 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     **{(phase, Event.GENERATOR_RUNNING): "Generating" for phase in ACTIVE},
     **{(phase, Event.GENERATOR_SUCCEEDED): "Succeeded" for phase in ACTIVE},
     **{(phase, Event.GENERATOR_FAILED): "Failed" for phase in ACTIVE},
+    # A foreign object holds a child's name: refused from wherever the reconcile meets it
+    # (reading an ended job's generator Job too); retried on every poll.
+    **{(phase, Event.CHILD_NOT_OWNED): "Failed" for phase in (*ACTIVE, *TERMINAL)},
+    ("Failed", Event.OWNERSHIP_RETRY): "Pending",
 }
 
 

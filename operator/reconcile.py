@@ -27,6 +27,7 @@ from . import decisions, names, observe, progress
 from .children import Adopt, Children
 from .conditions import drop_condition, now_rfc3339, set_condition
 from .kube import Kube
+from .ownership import NotOwned
 from .phases import TERMINAL, Event, enter
 from .plan import plan_figures
 from .render import generator as render_generator
@@ -51,6 +52,10 @@ class JobRef:
     @property
     def generation(self) -> int | None:
         return self.body["metadata"].get("generation")
+
+    @property
+    def uid(self) -> str | None:
+        return self.body["metadata"].get("uid")
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -89,9 +94,10 @@ class Reconciler:
         self.settings = settings
         self.children = Children(kube, settings, adopt)
 
-    def delete_children(self, name: str, namespace: str) -> None:
-        """Everything the job created (owner references let a real cluster's GC do the same)."""
-        self.children.delete_all(name, namespace)
+    def delete_children(self, name: str, namespace: str, uid: str | None) -> None:
+        """Everything the job created and controls (owner references let a real cluster's GC
+        do the same); objects of the same names it does not control stay."""
+        self.children.delete_all(name, namespace, uid)
 
     def reconcile(self, ref: JobRef, now: str | None = None) -> Outcome:
         now = now or now_rfc3339()
@@ -106,8 +112,26 @@ class Reconciler:
         if decisions.was_rejected(status):
             enter(status, Event.SPEC_FIXED)
             status.message = ""
+        try:
+            return self._act(ref, spec, status, gen, now)
+        except NotOwned as err:
+            # Nothing was written to the foreign object; the status says which one it is.
+            decisions.mark_not_owned(status, err, gen, now)
+            return Outcome(status_to_wire(status))
 
-        if decisions.finished_at_generation(status, gen) or self._succeeded_with_this_document(
+    def _act(
+        self,
+        ref: JobRef,
+        spec: GenerationJobSpec,
+        status: GenerationJobStatus,
+        gen: int | None,
+        now: str,
+    ) -> Outcome:
+        if decisions.was_not_owned(status):
+            # Try again: the foreign object may be gone (if not, the same refusal stands).
+            enter(status, Event.OWNERSHIP_RETRY)
+            drop_condition(status.conditions, "Failed")
+        elif decisions.finished_at_generation(status, gen) or self._succeeded_with_this_document(
             ref, status, gen, now
         ):
             return self._finished(ref, spec, status, now)
@@ -131,7 +155,7 @@ class Reconciler:
         shutdownServerAfterCompletion) must not start the server again."""
         if status.phase != "Succeeded":
             return False
-        job = self.kube.get("Job", ref.namespace, names.generator_name(ref.name))
+        job = self.children.generator_job(ref.name, ref.namespace, ref.uid)
         document = render_generator.job_document(ref.name, ref.namespace, ref.spec)
         if not decisions.ran_this_document(job, render_generator.config_hash(document)):
             return False
@@ -143,7 +167,7 @@ class Reconciler:
     ) -> Outcome:
         if spec.shutdown_server_after_completion:
             if status.phase == "Succeeded":
-                self.children.delete_server(ref.name, ref.namespace)
+                self.children.delete_server(ref.name, ref.namespace, ref.uid)
                 decisions.mark_server_down(
                     status,
                     "ServerDeleted",
@@ -152,7 +176,7 @@ class Reconciler:
                     now,
                 )
             else:
-                self.children.scale_server(ref.name, ref.namespace, 0)
+                self.children.scale_server(ref.name, ref.namespace, ref.uid, 0)
                 decisions.mark_server_down(
                     status, "ServerScaledDown", _SCALED_DOWN, ref.generation, now
                 )
@@ -162,8 +186,8 @@ class Reconciler:
         return Outcome(status_to_wire(status), delete_job=delete_job)
 
     def _suspend(self, ref: JobRef, status: GenerationJobStatus, now: str) -> Outcome:
-        self.children.stop_generator(ref.name, ref.namespace)
-        self.children.scale_server(ref.name, ref.namespace, 0)
+        self.children.stop_generator(ref.name, ref.namespace, ref.uid)
+        self.children.scale_server(ref.name, ref.namespace, ref.uid, 0)
         decisions.mark_suspended(status, ref.generation, now)
         return Outcome(status_to_wire(status))
 
@@ -180,11 +204,11 @@ class Reconciler:
         stop_generator: bool = True,
     ) -> Outcome:
         if stop_generator:
-            self.children.stop_generator(ref.name, ref.namespace)
+            self.children.stop_generator(ref.name, ref.namespace, ref.uid)
         decisions.mark_failed(status, event, reason, message, ref.generation, now)
         if spec.shutdown_server_after_completion:
             # Give the GPUs back; the objects stay for inspection.
-            self.children.scale_server(ref.name, ref.namespace, 0)
+            self.children.scale_server(ref.name, ref.namespace, ref.uid, 0)
             decisions.mark_server_down(
                 status, "ServerScaledDown", _SCALED_DOWN, ref.generation, now
             )
@@ -194,7 +218,7 @@ class Reconciler:
         self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus, now: str
     ) -> Outcome:
         gen = ref.generation
-        job = self.kube.get("Job", ref.namespace, names.generator_name(ref.name))
+        job = self.children.generator_job(ref.name, ref.namespace, ref.uid)
         # Name, namespace and spec only: a label edit must not restart the generator.
         document = render_generator.job_document(ref.name, ref.namespace, ref.spec)
         digest = render_generator.config_hash(document)
@@ -233,7 +257,7 @@ class Reconciler:
                 status, "waiting for the previous generator pod to stop", gen, now
             )
         elif action == "restart":
-            self.children.stop_generator(ref.name, ref.namespace)
+            self.children.stop_generator(ref.name, ref.namespace, ref.uid)
             decisions.mark_generator_restarting(
                 status,
                 "spec changed: restarting the generator with it (server untouched)",

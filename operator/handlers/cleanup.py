@@ -1,4 +1,5 @@
-"""Deletion: remove every child by name, explicitly (not only through owner references)."""
+"""Deletion: remove every child the job controls, explicitly (not only through owner
+references); an object of a child's name that it does not control stays."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from . import state
 def on_delete(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     name, namespace = body.metadata.name, body.metadata.namespace or "default"
     try:
-        state.reconciler().delete_children(name, namespace)
+        state.reconciler().delete_children(name, namespace, body.metadata.uid)
     except KubeError as err:
         raise kopf.TemporaryError(str(err), delay=5) from err
     metrics.record_phase(namespace, name, None)
