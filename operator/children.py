@@ -19,6 +19,7 @@ from . import names, ownership
 from .decisions import server_action
 from .kube import Kube
 from .render import generator as render_generator
+from .render import network as render_network
 from .render import server as render_server
 from .settings import OperatorSettings
 
@@ -85,6 +86,8 @@ class Children:
         """Service and one Deployment per replica, running; returns the Deployments and
         whether a server was created or rolled (its KV capacity must be read again)."""
         uid = ownership.owner_uid(owner)
+        # The NetworkPolicy before any server pod: none ever runs reachable by every pod.
+        self.ensure_network_policy(owner, job, namespace)
         if self._get_owned("Service", namespace, names.service_name(job), uid) is None:
             self._create(render_server.service(spec, job, namespace), owner)
         wanted = render_server.deployments(spec, job, namespace, self.settings)
@@ -126,6 +129,17 @@ class Children:
                 )
         return out, changed
 
+    def ensure_network_policy(self, owner: dict[str, Any], job: str, namespace: str) -> None:
+        """Only the generator, the operator and monitoring reach the server port; an edited
+        policy is put back."""
+        want = render_network.network_policy(job, namespace, self.settings)
+        name = want["metadata"]["name"]
+        have = self._get_owned("NetworkPolicy", namespace, name, ownership.owner_uid(owner))
+        if have is None:
+            self._create(want, owner)
+        elif have.get("spec") != want["spec"]:
+            self.kube.replace("NetworkPolicy", namespace, name, "spec", want["spec"])
+
     def scale_server(self, job: str, namespace: str, uid: str | None, replicas: int) -> None:
         for dep in self.server_deployments(job, namespace, uid):
             if int((dep.get("spec") or {}).get("replicas") or 0) != replicas:
@@ -147,6 +161,8 @@ class Children:
             self.kube.delete(
                 "Deployment", namespace, dep["metadata"]["name"], uid=dep["metadata"].get("uid")
             )
+        # Last: the server pods never outlive the policy guarding them.
+        self._delete_owned("NetworkPolicy", namespace, render_network.policy_name(job), uid)
 
     # -- the generator -----------------------------------------------------------------------
     def ensure_config(
@@ -206,3 +222,4 @@ class Children:
         self._delete_owned("ConfigMap", namespace, names.generator_name(job), uid)
         self._delete_owned("Service", namespace, names.service_name(job), uid)
         self.delete_server(job, namespace, uid)
+        self._delete_owned("NetworkPolicy", namespace, render_network.policy_name(job), uid)

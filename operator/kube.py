@@ -40,6 +40,8 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "ConfigMap": ("/api/v1", "configmaps"),
     "Job": ("/apis/batch/v1", "jobs"),
     "Pod": ("/api/v1", "pods"),
+    "Secret": ("/api/v1", "secrets"),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "GenerationJob": ("/apis/draftgen.io/v1alpha1", "generationjobs"),
 }
 

@@ -2,8 +2,8 @@
 
 Children are found by name (deterministic, so a restarted operator finds what it created) and
 carry labels naming the job, so
-`kubectl get deployments,services,jobs,configmaps,pods -l draftgen.io/job=<name>` shows them all
-(`kubectl get all` leaves out ConfigMaps).
+`kubectl get deployments,services,jobs,configmaps,networkpolicies,pods -l draftgen.io/job=<name>`
+shows them all (`kubectl get all` leaves out ConfigMaps and NetworkPolicies).
 """
 
 from __future__ import annotations

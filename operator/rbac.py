@@ -12,7 +12,9 @@ all namespaces, chosen namespaces (`watchNamespaces`), the admission webhook on.
 - `WATCHED_NAMESPACES_RULES` (namespaced) when it watches chosen namespaces: kopf's peering in
   each of them. With exact namespace names kopf scans nothing (`settings.scanning.disabled`),
   so neither namespaces nor CRDs are read;
-- `WEBHOOK_RULES` (cluster-scoped) when the admission webhook is on.
+- `WEBHOOK_RULES` (cluster-scoped) when the admission webhook is on;
+- `SECRET_LABEL_RULES` (namespaced) when the policy marks usable Secrets by a label
+  (`policy.secretLabel`, operator/policy.py).
 
 Deliberately not granted: `update` (kopf and the operator patch), `get` on the peerings (kopf
 lists and watches them), the legacy `zalando.org` peering group (kopf uses whichever peering
@@ -46,6 +48,13 @@ NAMESPACED_RULES: list[Rule] = [
         "verbs": ["get", "list", "create", "patch", "delete"],
     },
     {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "create", "delete"]},
+    # The server's NetworkPolicy: created with the server, put back when edited (a patch),
+    # deleted with it.
+    {
+        "apiGroups": ["networking.k8s.io"],
+        "resources": ["networkpolicies"],
+        "verbs": ["get", "create", "patch", "delete"],
+    },
     # The generator: its job document and its Job.
     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "patch", "delete"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "delete"]},
@@ -75,6 +84,12 @@ WATCHED_NAMESPACES_RULES: list[Rule] = [
     {"apiGroups": ["kopf.dev"], "resources": ["kopfpeerings"], "verbs": ["list", "watch", "patch"]},
 ]
 
+SECRET_LABEL_RULES: list[Rule] = [
+    # policy.secretLabel: the token Secret a job names is read to check its label (only the
+    # labels are looked at). Granted only in that mode: otherwise no Secret is ever read.
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+]
+
 WEBHOOK_CONFIGURATION = "draftgen.io"
 """Name of the webhook configurations kopf manages (`settings.admission.managed`)."""
 
@@ -100,15 +115,21 @@ def cluster_rules(*, all_namespaces: bool, webhook: bool) -> list[Rule]:
     return (ALL_NAMESPACES_RULES if all_namespaces else []) + (WEBHOOK_RULES if webhook else [])
 
 
-def namespaced_rules(*, all_namespaces: bool) -> list[Rule]:
+def namespaced_rules(*, all_namespaces: bool, secret_label: bool = False) -> list[Rule]:
     """Namespaced rules (the chart's `<fullname>-operator` ClusterRole)."""
-    return NAMESPACED_RULES + ([] if all_namespaces else WATCHED_NAMESPACES_RULES)
+    return (
+        NAMESPACED_RULES
+        + ([] if all_namespaces else WATCHED_NAMESPACES_RULES)
+        + (SECRET_LABEL_RULES if secret_label else [])
+    )
 
 
-def rules(*, all_namespaces: bool = True, webhook: bool = False) -> list[Rule]:
+def rules(
+    *, all_namespaces: bool = True, webhook: bool = False, secret_label: bool = False
+) -> list[Rule]:
     """Every rule the operator needs in this mode."""
     return cluster_rules(all_namespaces=all_namespaces, webhook=webhook) + namespaced_rules(
-        all_namespaces=all_namespaces
+        all_namespaces=all_namespaces, secret_label=secret_label
     )
 
 

@@ -30,6 +30,7 @@ from .kube import Kube
 from .ownership import NotOwned
 from .phases import TERMINAL, Event, enter
 from .plan import plan_figures
+from .policy import secret_problems
 from .render import generator as render_generator
 from .settings import OperatorSettings
 from .validate import check
@@ -105,6 +106,10 @@ class Reconciler:
         gen = ref.generation
         spec, problems = check(ref.name, ref.spec, self.settings)
         if spec is None:
+            decisions.reject_spec(status, problems, gen, now)
+            return Outcome(status_to_wire(status))
+        problems = secret_problems(self.kube, spec, ref.namespace, self.settings)
+        if problems:  # the policy's secret label: needs the Secret, so checked here
             decisions.reject_spec(status, problems, gen, now)
             return Outcome(status_to_wire(status))
         set_condition(status.conditions, "SpecValid", True, "Valid", "spec accepted", gen, now)

@@ -87,6 +87,30 @@ class OperatorSettings:
     image's user). 0 leaves the server's user to its image (an SGLang image that must run as
     root); the generator never runs as root and then takes 1000."""
 
+    allowed_image_prefixes: tuple[str, ...] = ()
+    """Policy (operator/policy.py): prefixes the server and generator images must start with;
+    empty allows any image (chart value `operator.policy.allowedImagePrefixes`)."""
+
+    allowed_claims: tuple[str, ...] = ()
+    """Policy: names or shell patterns of the PersistentVolumeClaims a job may mount; empty
+    allows any claim (`operator.policy.allowedClaims`)."""
+
+    allowed_secrets: tuple[str, ...] = ()
+    """Policy: names or shell patterns of the Secrets a job may use as its HF token; empty
+    (with no `secret_label`) allows any Secret (`operator.policy.allowedSecrets`)."""
+
+    secret_label: str = ""
+    """Policy: `key=value` label marking Secrets a job may use (besides `allowed_secrets`);
+    checked by reading the Secret (`operator.policy.secretLabel`)."""
+
+    operator_namespace: str = ""
+    """Namespace of the operator's pods, admitted to the server port by each job's
+    NetworkPolicy (it reads `/get_server_info`); the chart sets the release namespace."""
+
+    monitoring_namespace: str = ""
+    """Namespace whose pods (Prometheus) each job's NetworkPolicy admits to the server port;
+    empty admits none (`operator.networkPolicy.monitoringNamespace`)."""
+
     webhook: bool = False
     """Serve the validating admission webhook (see docs/operator.md)."""
 

@@ -10,6 +10,9 @@ The webhook refuses the same specs at `kubectl apply` time. It is off by default
 `DRAFTGEN_OPERATOR_WEBHOOK=1` (Helm: `operator.webhook.enabled`): kopf then serves HTTPS on
 `DRAFTGEN_OPERATOR_WEBHOOK_PORT` and manages a ValidatingWebhookConfiguration named
 `draftgen.io` pointing at it (see docs/operator.md for certificates and the Service).
+
+The admin's policy (operator/policy.py: allowed images, claims, Secrets) is part of `check`, so
+it is applied at admission and at every reconcile alike.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Any
 from draftgen.contract.model_location import is_hub
 from draftgen.spec import GenerationJobSpec, SpecError, parse_spec
 
+from .kube import Kube
+from .policy import policy_problems, secret_problems
 from .settings import OperatorSettings, effective_spec
 
 
@@ -51,12 +56,15 @@ def check(
         parsed = parse_spec(effective_spec(spec or {}, settings), name=name)
     except SpecError as err:
         return None, [p if p.startswith("spec") else f"spec.{p}" for p in err.problems]
-    problems = cluster_problems(parsed)
+    problems = cluster_problems(parsed) + policy_problems(parsed, settings)
     return (None, problems) if problems else (parsed, [])
 
 
-def admission_problems(body: dict[str, Any], settings: OperatorSettings) -> list[str]:
-    """What the webhook refuses: spec problems, and names too long for the children."""
+def admission_problems(
+    body: dict[str, Any], settings: OperatorSettings, kube: Kube | None = None
+) -> list[str]:
+    """What the webhook refuses: spec problems (the policy's included, its secret label too when
+    `kube` is given), and names too long for the children."""
     meta = body.get("metadata") or {}
     name = meta.get("name") or "job"
     problems = []
@@ -67,14 +75,17 @@ def admission_problems(body: dict[str, Any], settings: OperatorSettings) -> list
             f"metadata.name: {name!r} is longer than {JOB_NAME_MAX} characters; "
             "children are named <name>-server-<n>: choose a shorter name"
         )
-    problems += check(name[:JOB_NAME_MAX], body.get("spec"), settings)[1]
+    parsed, spec_problems = check(name[:JOB_NAME_MAX], body.get("spec"), settings)
+    problems += spec_problems
+    if parsed is not None and kube is not None:
+        problems += secret_problems(kube, parsed, meta.get("namespace") or "default", settings)
     return problems
 
 
 _registered = False
 
 
-def register_webhook(settings: OperatorSettings) -> None:
+def register_webhook(settings: OperatorSettings, kube: Kube | None = None) -> None:
     """Register the validating admission handler with kopf (called only when enabled; once)."""
     global _registered
     if _registered:
@@ -88,6 +99,6 @@ def register_webhook(settings: OperatorSettings) -> None:
         GROUP, VERSION, PLURAL, id="generationjob-spec", operations=["CREATE", "UPDATE"]
     )
     def validate_generationjob(body: Any, **_: Any) -> None:
-        problems = admission_problems(dict(body), settings)
+        problems = admission_problems(dict(body), settings, kube)
         if problems:
             raise kopf.AdmissionError("GenerationJob is invalid: " + "; ".join(problems), code=422)

@@ -37,8 +37,9 @@ def configure(settings: kopf.OperatorSettings, logger: kopf.Logger, **_: Any) ->
     # A job being deleted waits for its running timer to exit before the finalizer goes (the
     # TTL deletion is issued from the timer itself): check every second, not every minute.
     settings.background.cancellation_polling = 1
+    kube = Kube.from_environment()
     if ours.webhook:
-        register_webhook(ours)
+        register_webhook(ours, kube)
         settings.admission.server = kopf.WebhookServer(
             addr=ours.webhook_address,
             port=ours.webhook_port,
@@ -49,7 +50,6 @@ def configure(settings: kopf.OperatorSettings, logger: kopf.Logger, **_: Any) ->
         )
         # kopf manages both configuration kinds under this name (operator/rbac.py).
         settings.admission.managed = WEBHOOK_CONFIGURATION
-    kube = Kube.from_environment()
     state.set_reconciler(
         Reconciler(kube, ours, adopt=lambda obj, owner: kopf.adopt(obj, cast(kopf.Body, owner)))
     )

@@ -8,7 +8,7 @@ from draftgen.spec import parse_spec
 
 from .. import names
 from ..settings import OperatorSettings, effective_spec
-from . import generator, server
+from . import generator, network, server
 
 
 def render_all(
@@ -20,6 +20,7 @@ def render_all(
     document = generator.job_document(name, namespace, spec)
     endpoints = names.server_endpoints(name, namespace, parsed.server.replicas, parsed.server.port)
     return [
+        network.network_policy(name, namespace, settings),
         server.service(parsed, name, namespace),
         *server.deployments(parsed, name, namespace, settings),
         generator.config_map(name, namespace, document),
@@ -27,4 +28,4 @@ def render_all(
     ]
 
 
-__all__ = ["generator", "render_all", "server"]
+__all__ = ["generator", "network", "render_all", "server"]

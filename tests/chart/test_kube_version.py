@@ -27,6 +27,7 @@ PLURALS = {
     "ConfigMap": "configmaps",
     "Deployment": "deployments",
     "Job": "jobs",
+    "NetworkPolicy": "networkpolicies",
     "Service": "services",
 }
 

@@ -56,6 +56,14 @@ def test_default_values_reach_the_operator():
     )
     assert s.webhook is False
     assert s.handler_threads == values["operator"]["handlerThreads"] == 32
+    # No policy by default (everything allowed); the operator's namespace for the NetworkPolicy.
+    assert (s.allowed_image_prefixes, s.allowed_claims, s.allowed_secrets, s.secret_label) == (
+        (),
+        (),
+        (),
+        "",
+    )
+    assert (s.operator_namespace, s.monitoring_namespace) == ("draftgen", "")
 
 
 def test_non_default_values_reach_the_operator():
@@ -82,6 +90,11 @@ def test_non_default_values_reach_the_operator():
     assert s.webhook is True and s.webhook_port == 8443
     assert s.webhook_host == "drafts-webhook.draftgen.svc"
     assert s.webhook_certfile and s.webhook_pkeyfile
+    assert s.allowed_image_prefixes == ("lmsysorg/sglang:", "registry.example.com/ml/")
+    assert s.allowed_claims == ("models", "datasets", "drafter-*")
+    assert s.allowed_secrets == ("hf-token",)
+    assert s.secret_label == "draftgen.io/usable=true"
+    assert (s.operator_namespace, s.monitoring_namespace) == ("draftgen", "monitoring")
 
 
 def test_servers_in_the_pod_listen_where_they_are_reached():

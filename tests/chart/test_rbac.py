@@ -20,11 +20,20 @@ CLUSTER_SCOPED = {
 }
 WEBHOOK = {"webhook": {"enabled": True, "certSecret": "webhook-tls"}}
 CHOSEN = {"watchNamespaces": ["team-a", "team-b"]}
+SECRET_LABEL = {"policy": {"secretLabel": "draftgen.io/usable=true"}}
 MODES = {
     "all namespaces": ({}, dict(all_namespaces=True, webhook=False)),
     "chosen namespaces": (CHOSEN, dict(all_namespaces=False, webhook=False)),
     "all namespaces, webhook": (WEBHOOK, dict(all_namespaces=True, webhook=True)),
     "chosen namespaces, webhook": ({**CHOSEN, **WEBHOOK}, dict(all_namespaces=False, webhook=True)),
+    "all namespaces, secret label": (
+        SECRET_LABEL,
+        dict(all_namespaces=True, webhook=False, secret_label=True),
+    ),
+    "chosen namespaces, secret label": (
+        {**CHOSEN, **SECRET_LABEL},
+        dict(all_namespaces=False, webhook=False, secret_label=True),
+    ),
 }
 
 
@@ -50,9 +59,13 @@ def test_chart_grants_exactly_the_operator_rules_in_each_mode(mode):
     roles = _roles(render({"operator": values}))
     assert of_kind(render({"operator": values}), "Role") == []
     assert roles.pop("dg-draftgen-operator") == grants(
-        rbac.namespaced_rules(all_namespaces=kwargs["all_namespaces"])
+        rbac.namespaced_rules(
+            all_namespaces=kwargs["all_namespaces"], secret_label=kwargs.get("secret_label", False)
+        )
     )
-    assert roles.pop("dg-draftgen-operator-cluster", set()) == grants(rbac.cluster_rules(**kwargs))
+    assert roles.pop("dg-draftgen-operator-cluster", set()) == grants(
+        rbac.cluster_rules(all_namespaces=kwargs["all_namespaces"], webhook=kwargs["webhook"])
+    )
     assert roles == {}
 
 
@@ -60,12 +73,13 @@ def test_the_default_is_rbac_rules():
     assert set().union(*_roles(render()).values()) == grants(rbac.RULES)
 
 
-def test_no_wildcards_and_no_secrets():
-    for mode in MODES.values():
-        granted = set().union(*_roles(render({"operator": mode[0]})).values())
+def test_no_wildcards_and_secrets_only_read_for_the_label_policy():
+    for values, kwargs in MODES.values():
+        granted = set().union(*_roles(render({"operator": values})).values())
         for group, resource, verb, _ in granted:
             assert "*" not in (group, resource, verb)
-            assert resource != "secrets"
+        secrets = {verb for _, resource, verb, _ in granted if resource == "secrets"}
+        assert secrets == ({"get"} if kwargs.get("secret_label") else set())
 
 
 @pytest.mark.parametrize("mode", MODES)

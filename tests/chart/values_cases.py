@@ -37,6 +37,13 @@ def full_values() -> dict[str, Any]:
         "operator": {
             "replicas": 3,
             "watchNamespaces": ["drafters", "research"],
+            "policy": {
+                "allowedImagePrefixes": ["lmsysorg/sglang:", "registry.example.com/ml/"],
+                "allowedClaims": ["models", "datasets", "drafter-*"],
+                "allowedSecrets": ["hf-token"],
+                "secretLabel": "draftgen.io/usable=true",
+            },
+            "networkPolicy": {"monitoringNamespace": "monitoring"},
             "peering": {"name": "drafts-peering", "create": True},
             "metricsPort": 9100,
             "livenessPort": 9101,

@@ -288,6 +288,11 @@ def test_rbac_grants_exactly_what_a_full_lifecycle_uses(tmp_path):
                 lambda: "123456" in cluster.configmap("kimi-generator")["data"]["job.yaml"],
                 "the new job document",
             )
+            # An edited NetworkPolicy is put back (a patch).
+            netpol = ("/apis/networking.k8s.io/v1", "networkpolicies", "drafters", "kimi-server")
+            wanted = emu.get(*netpol)["spec"]
+            emu.patch(*netpol, {"spec": {"ingress": [{}]}})
+            wait_for(lambda: emu.get(*netpol)["spec"] == wanted, "the NetworkPolicy put back")
             cluster.edit_spec("kimi", {"suspend": True})
             cluster.wait_phase("kimi", "Suspended")
             cluster.edit_spec("kimi", {"suspend": False})

@@ -47,6 +47,8 @@ RESOURCES = {
     "v1/pods": dict(kind="Pod", namespaced=True, subresources={"status"}),
     "v1/services": dict(kind="Service", namespaced=True, subresources={"status"}),
     "v1/configmaps": dict(kind="ConfigMap", namespaced=True),
+    "v1/secrets": dict(kind="Secret", namespaced=True),
+    "networking.k8s.io/v1/networkpolicies": dict(kind="NetworkPolicy", namespaced=True),
     "v1/events": dict(kind="Event", namespaced=True),
     "v1/namespaces": dict(kind="Namespace", namespaced=False),
     "apps/v1/deployments": dict(

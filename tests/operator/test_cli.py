@@ -77,7 +77,7 @@ def test_render_prints_what_the_operator_would_create_or_why_not(tmp_path) -> No
     import yaml
 
     kinds = [d["kind"] for d in yaml.safe_load_all(ok.stdout)]
-    assert kinds == ["Service", "Deployment", "ConfigMap", "Job"]
+    assert kinds == ["NetworkPolicy", "Service", "Deployment", "ConfigMap", "Job"]
     refused = subprocess.run(
         [
             sys.executable,

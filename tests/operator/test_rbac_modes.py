@@ -25,6 +25,7 @@ from .harness import _KUBECONFIG, Cluster, example_job, free_port, running_opera
 NS = "drafters"
 SA = {"kind": "ServiceAccount", "name": "dg-draftgen", "namespace": "draftgen"}
 PEERINGS = "/apis/kopf.dev/v1"
+NETWORKING = "/apis/networking.k8s.io/v1"
 
 # Granted, and checked by admission only: no request names it (the Rbac emulator enforces it).
 ADMISSION_ONLY = {("draftgen.io", "generationjobs/finalizers", "update")}
@@ -75,10 +76,11 @@ def enforcing(monkeypatch) -> Iterator:
         emu.stop()
 
 
-def _lifecycle(cluster: Cluster) -> None:
-    """Create → ready → generating → budget edit → suspend → resume → success → TTL deletion →
-    finalizer removal."""
+def _lifecycle(cluster: Cluster, **spec_changes) -> None:
+    """Create → ready → generating → budget edit → NetworkPolicy restored → suspend → resume →
+    success → TTL deletion → finalizer removal."""
     job = example_job(NS)
+    job["spec"]["model"].update(spec_changes.pop("model", {}))
     job["spec"]["datasets"] = job["spec"]["datasets"][:1]
     job["spec"]["generator"]["metricsPort"] = free_port()
     job["spec"]["ttlSecondsAfterFinished"] = 0
@@ -93,6 +95,13 @@ def _lifecycle(cluster: Cluster) -> None:
     wait_for(
         lambda: "123456" in cluster.configmap("kimi-generator")["data"]["job.yaml"],
         "the new job document",
+    )
+    # Someone opens the server to every pod: the operator puts its NetworkPolicy back.
+    wanted = cluster.emu.get(NETWORKING, "networkpolicies", NS, "kimi-server")["spec"]
+    cluster.emu.patch(NETWORKING, "networkpolicies", NS, "kimi-server", {"spec": {"ingress": [{}]}})
+    wait_for(
+        lambda: cluster.emu.get(NETWORKING, "networkpolicies", NS, "kimi-server")["spec"] == wanted,
+        "the NetworkPolicy put back",
     )
     cluster.edit_spec("kimi", {"suspend": True})
     cluster.wait_phase("kimi", "Suspended")
@@ -211,6 +220,38 @@ def test_webhook_on(enforcing, monkeypatch) -> None:
         )
         _lifecycle(cluster)
     _check(cluster, rbac.rules(all_namespaces=True, webhook=True))
+
+
+def test_secret_label_policy(enforcing, monkeypatch) -> None:
+    """policy.secretLabel: the one mode in which the operator reads a Secret (its labels)."""
+    cluster = enforcing({"policy": {"secretLabel": "draftgen.io/usable=true"}})
+    monkeypatch.setattr(
+        state,
+        "SETTINGS",
+        dataclasses.replace(state.SETTINGS, secret_label="draftgen.io/usable=true"),
+    )
+    cluster.emu.create(
+        "/api/v1",
+        "secrets",
+        NS,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "hf", "labels": {"draftgen.io/usable": "true"}},
+            "data": {"token": "c2VjcmV0"},
+        },
+    )
+    cluster.emu.http.post(
+        f"{PEERINGS}/clusterkopfpeerings",
+        json={
+            "apiVersion": "kopf.dev/v1",
+            "kind": "ClusterKopfPeering",
+            "metadata": {"name": "draftgen"},
+        },
+    ).raise_for_status()
+    with running_operator(("--all-namespaces", "--peering", "draftgen")):
+        _lifecycle(cluster, model={"hfTokenSecret": {"name": "hf", "key": "token"}})
+    _check(cluster, rbac.rules(all_namespaces=True, webhook=False, secret_label=True))
 
 
 def _without_finalizers(rbac_: Rbac) -> Rbac:
