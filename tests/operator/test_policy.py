@@ -237,3 +237,48 @@ def test_a_foreign_network_policy_of_that_name_is_not_taken_over(cluster: Cluste
     assert f"NetworkPolicy {NS}/kimi-server already exists" in status["message"]
     assert cluster.emu.get(NETWORKING, "networkpolicies", NS, "kimi-server") == foreign
     assert cluster.emu.stored("deployments", NS) == []
+
+
+def test_the_webhook_refuses_by_policy_through_kopf(cluster: Cluster, monkeypatch) -> None:
+    """The real admission path: kopf's webhook server, with the operator's API client for the
+    secret label."""
+    import httpx
+
+    from draftgen.controller.handlers import state
+
+    from .harness import free_port, running_operator
+    from .test_webhook import _review, _webhook_url
+
+    port = free_port()
+    monkeypatch.setattr(
+        state,
+        "SETTINGS",
+        dataclasses.replace(
+            state.SETTINGS,
+            webhook=True,
+            webhook_port=port,
+            webhook_host="127.0.0.1",
+            webhook_insecure=True,
+            allowed_image_prefixes=("lmsysorg/sglang:", "registry.example/"),
+            secret_label="draftgen.io/usable=true",
+        ),
+    )
+    _secret(cluster, "hf", {"draftgen.io/usable": "true"})
+    _secret(cluster, "db-password", {})
+    with running_operator():
+        url = _webhook_url(cluster, port)
+
+        def review(edit) -> dict:
+            return httpx.post(url, json=_review(_job(edit)), timeout=10).json()["response"]
+
+        assert review(lambda s: None)["allowed"] is True
+        labelled = review(lambda s: s["model"].update(hfTokenSecret={"name": "hf", "key": "t"}))
+        assert labelled["allowed"] is True
+        image = review(lambda s: s["server"].update(image="evil.example/x:1"))
+        assert image["allowed"] is False
+        assert "rule policy.allowedImagePrefixes" in image["status"]["message"]
+        secret = review(
+            lambda s: s["model"].update(hfTokenSecret={"name": "db-password", "key": "t"})
+        )
+        assert secret["allowed"] is False
+        assert "rule policy.secretLabel: draftgen.io/usable=true" in secret["status"]["message"]
