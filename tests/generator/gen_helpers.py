@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from tests.jobs import job_document, write_job_yaml
 
 KIMI_SPECIAL_TOKENS = [
@@ -143,14 +145,56 @@ def rejects(directory: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+CLI = [sys.executable, "-m", "draftgen.cli"]  # `draftgen` as this test's venv runs it
+
+
+def generate_command(
+    job: Path | str, output: Path | str, *servers: str, extra: tuple[str, ...] = ()
+) -> list[str]:
+    """The words of `draftgen generate` of `job` against `servers` into `output`, its progress
+    as log lines (not a live bar), then `extra`."""
+    return [
+        "generate",
+        "--job",
+        str(job),
+        *[arg for url in servers for arg in ("--server", url)],
+        "--output",
+        str(output),
+        "--progress",
+        "log",
+        *extra,
+    ]
+
+
 def cli(*args: str, **kwargs: Any) -> subprocess.Popen:
     """`draftgen ...` as a subprocess of this test's venv."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "draftgen.cli", *args],
+        [*CLI, *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         **kwargs,
     )
+
+
+def direct_generate(
+    url: str, input_ids: list[int], max_new_tokens: int, *, timeout: float = 120
+) -> dict[str, Any]:
+    """A greedy `/generate` of `input_ids` straight to the server at `url`, with the sampling
+    parameters the generator sends: the output ids a greedy record must hold. The response."""
+    response = httpx.post(
+        f"{url}/generate",
+        timeout=timeout,
+        json={
+            "input_ids": input_ids,
+            "sampling_params": {
+                "temperature": 0.0,
+                "max_new_tokens": max_new_tokens,
+                "skip_special_tokens": False,
+                "no_stop_trim": True,
+            },
+        },
+    )
+    return response.json()

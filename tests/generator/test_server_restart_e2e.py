@@ -8,7 +8,15 @@ from collections import Counter
 
 import pytest
 
-from .gen_helpers import cli, expected_ids, prompt_rows, records, write_job, write_jsonl
+from .gen_helpers import (
+    cli,
+    expected_ids,
+    generate_command,
+    prompt_rows,
+    records,
+    write_job,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.sglang
 
@@ -25,17 +33,7 @@ def test_server_killed_and_restarted_mid_run(tmp_path, tiny_kimi, sglang_server)
         generator={"concurrency": {"mode": "fixed", "maxRequests": 4}, "retries": 3},
     )
     out = tmp_path / "out"
-    proc = cli(
-        "generate",
-        "--job",
-        str(job),
-        "--server",
-        sglang_server.url,
-        "--output",
-        str(out),
-        "--progress",
-        "log",
-    )
+    proc = cli(*generate_command(job, out, sglang_server.url))
     try:
         deadline = time.monotonic() + 120
         while not any(p.stat().st_size for p in out.glob("p/shard-*.jsonl")):

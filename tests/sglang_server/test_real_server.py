@@ -7,6 +7,8 @@ import urllib.request
 
 import pytest
 
+from tests.generator.gen_helpers import direct_generate
+
 pytestmark = pytest.mark.sglang
 
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -24,14 +26,6 @@ TOOLS = [
         },
     }
 ]
-
-
-def _post(url: str, body: dict) -> dict:
-    req = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"content-type": "application/json"}
-    )
-    with urllib.request.urlopen(req, timeout=300) as resp:
-        return json.loads(resp.read())
 
 
 def _get(url: str) -> bytes:
@@ -57,17 +51,8 @@ def prompt_ids(tiny_kimi):
 
 
 def test_generate_input_ids_greedy_is_deterministic(sglang_server, prompt_ids):
-    body = {
-        "input_ids": prompt_ids,
-        "sampling_params": {
-            "max_new_tokens": 24,
-            "temperature": 0,
-            "skip_special_tokens": False,
-            "no_stop_trim": True,
-        },
-    }
-    first = _post(sglang_server.url + "/generate", body)
-    second = _post(sglang_server.url + "/generate", body)
+    first = direct_generate(sglang_server.url, prompt_ids, 24, timeout=300)
+    second = direct_generate(sglang_server.url, prompt_ids, 24, timeout=300)
     assert first["output_ids"], first
     assert all(isinstance(i, int) for i in first["output_ids"])
     assert first["meta_info"]["prompt_tokens"] == len(prompt_ids)
