@@ -86,6 +86,23 @@ def write_job(
     )
 
 
+def write_prompt_job(
+    directory: Path,
+    model: Path,
+    rows: int,
+    *,
+    name: str = "p",
+    prefix: str = "q",
+    dataset: dict | None = None,
+    **job: Any,
+) -> Path:
+    """A job of one `prompt` dataset `name` (`dataset` adds to it) over `rows` prompt rows written
+    to `<name>.jsonl`; `job` as write_job takes it."""
+    write_jsonl(directory / f"{name}.jsonl", prompt_rows(rows, prefix))
+    source = {"name": name, "source": f"{name}.jsonl", "format": "prompt", **(dataset or {})}
+    return write_job(directory, model, [source], **job)
+
+
 def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
     """Run the job in this process (the real input side, the real server); the Runner."""
     from draftgen.generator.inputs import iter_samples, open_tokenizer

@@ -13,12 +13,12 @@ from .gen_helpers import (
     cli,
     direct_generate,
     generate_command,
-    prompt_rows,
     records,
     rejects,
     run_inprocess,
     write_job,
     write_jsonl,
+    write_prompt_job,
 )
 
 pytestmark = pytest.mark.sglang
@@ -150,12 +150,12 @@ def test_resumed_run_counts_what_is_on_disk(greedy_run, sglang_server, tmp_path)
     ],
 )
 def test_budget_is_met_within_one_sample(mode, budget, tmp_path, tiny_kimi, sglang_server):
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(60))
     max_new = 16
-    job = write_job(
+    job = write_prompt_job(
         tmp_path,
         tiny_kimi,
-        [{"name": "p", "source": "p.jsonl", "format": "prompt", "budget": budget}],
+        60,
+        dataset={"budget": budget},
         sampling={"temperature": 1.0, "maxNewTokens": max_new, "seed": 3},
         generator={"onBudgetMet": mode},
     )
@@ -182,11 +182,10 @@ def test_a_server_with_another_tokenizer_is_refused(tmp_path, sglang_server, rep
     chatml = repo / ".cache" / "models" / "tiny-chatml"
     if not (chatml / "tokenizer.json").exists():
         pytest.skip("tiny-chatml is missing: run `make models`")
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(2))
-    job = write_job(
+    job = write_prompt_job(
         tmp_path,
         chatml,
-        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        2,
         model_extra={"specialTokens": [], "generationPrefix": None, "chatTemplateKwargs": {}},
     )
     proc = cli(*generate_command(job, tmp_path / "out", sglang_server.url))
@@ -207,11 +206,10 @@ def _closed_port_url() -> str:
 def test_replicas_share_the_work_and_a_dead_one_is_left_out(tmp_path, tiny_kimi, sglang_server):
     """Two URLs of the same server act as two replicas (both get requests); a third that never
     answers does not hold the job up."""
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(16))
-    job = write_job(
+    job = write_prompt_job(
         tmp_path,
         tiny_kimi,
-        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        16,
         sampling={"maxNewTokens": 4},
         generator={"concurrency": {"mode": "fixed", "maxRequests": 3}},
     )
@@ -227,8 +225,7 @@ def test_replicas_share_the_work_and_a_dead_one_is_left_out(tmp_path, tiny_kimi,
 
 
 def test_no_healthy_server_exits_4(tmp_path, tiny_kimi):
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(2))
-    job = write_job(tmp_path, tiny_kimi, [{"name": "p", "source": "p.jsonl", "format": "prompt"}])
+    job = write_prompt_job(tmp_path, tiny_kimi, 2)
     proc = cli(
         *generate_command(
             job, tmp_path / "out", _closed_port_url(), extra=("--health-timeout", "1")

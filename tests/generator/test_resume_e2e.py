@@ -21,6 +21,7 @@ from .gen_helpers import (
     records,
     write_job,
     write_jsonl,
+    write_prompt_job,
 )
 
 pytestmark = pytest.mark.sglang
@@ -111,12 +112,8 @@ def test_a_full_disk_stops_with_its_own_exit_code_and_no_half_record(
     import resource
     import subprocess
 
-    write_jsonl(tmp_path / "all.jsonl", prompt_rows(16, "a"))
-    job = write_job(
-        tmp_path,
-        tiny_kimi,
-        [{"name": "all", "source": "all.jsonl", "format": "prompt"}],
-        sampling={"maxNewTokens": 4},
+    job = write_prompt_job(
+        tmp_path, tiny_kimi, 16, name="all", prefix="a", sampling={"maxNewTokens": 4}
     )
     out = tmp_path / "out"
     args = [*CLI, *generate_command(job, out, sglang_server.url)]

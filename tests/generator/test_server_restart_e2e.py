@@ -12,10 +12,8 @@ from .gen_helpers import (
     cli,
     expected_ids,
     generate_command,
-    prompt_rows,
     records,
-    write_job,
-    write_jsonl,
+    write_prompt_job,
 )
 
 pytestmark = pytest.mark.sglang
@@ -24,11 +22,10 @@ pytestmark = pytest.mark.sglang
 def test_server_killed_and_restarted_mid_run(tmp_path, tiny_kimi, sglang_server):
     if not hasattr(sglang_server, "restart"):
         pytest.skip("needs a server this session started (not DRAFTGEN_TEST_SGLANG_URL)")
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(24))
-    job = write_job(
+    job = write_prompt_job(
         tmp_path,
         tiny_kimi,
-        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        24,
         sampling={"maxNewTokens": 6},
         generator={"concurrency": {"mode": "fixed", "maxRequests": 4}, "retries": 3},
     )
