@@ -40,6 +40,23 @@ WEATHER_TOOL = {
 }
 
 
+def template_ids(
+    tokenizer: Any, messages: list[dict], tools: list[dict] | None = None, *, thinking: bool = True
+) -> list[int]:
+    """The prompt ids of `messages` (and `tools`) by the tokenizer's own chat template, with the
+    generation prompt: what the generator must send for them."""
+    return list(
+        tokenizer.apply_chat_template(
+            messages,
+            tools=tools,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+            thinking=thinking,
+        )
+    )
+
+
 def write_jsonl(path: Path, rows: list[Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:

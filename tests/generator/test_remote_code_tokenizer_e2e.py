@@ -14,6 +14,7 @@ from .gen_helpers import (
     direct_generate,
     generate_command,
     records,
+    template_ids,
     write_job,
     write_jsonl,
 )
@@ -44,15 +45,8 @@ def test_remote_code_tiktoken_tokenizer_end_to_end(tmp_path, tiny_kimi_tiktoken,
     [rec] = records(tmp_path / "out" / "tools")
     tok = AutoTokenizer.from_pretrained(str(tiny_kimi_tiktoken), trust_remote_code=True)
     assert type(tok).__name__ == "TinyKimiTokenizer"
-    own = tok.apply_chat_template(
-        rows[0]["messages"],
-        tools=rows[0]["tools"],
-        add_generation_prompt=True,
-        tokenize=True,
-        return_dict=False,
-        thinking=True,
-    )
-    assert rec["input_ids"] == list(own) and rec["input_ids"][-1] == THINK
+    own = template_ids(tok, rows[0]["messages"], rows[0]["tools"])
+    assert rec["input_ids"] == own and rec["input_ids"][-1] == THINK
     # The declaration the tokenizer class computed (tools_ts_str), not the template's JSON fallback.
     assert "type get_weather = (_: {\ncity: string,\n}) => any;" in tok.decode(rec["input_ids"])
     direct = direct_generate(sglang_server.url, rec["input_ids"], 12)

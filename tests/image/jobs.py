@@ -12,6 +12,7 @@ from tests.generator.gen_helpers import (
     THINK,
     WEATHER_TOOL,
     direct_generate,
+    template_ids,
     write_jsonl,
 )
 from tests.jobs import job_document, write_job_yaml
@@ -76,15 +77,7 @@ def verify(recs: list[dict], tokenizer: Any, server_url: str) -> None:
     for rec in recs:
         row = ROWS[rec["source_index"]]
         assert rec["id"] == f"chat/{row['id']}/0"
-        own = tokenizer.apply_chat_template(
-            row["messages"],
-            tools=row.get("tools"),
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=False,
-            thinking=True,
-        )
-        assert rec["input_ids"] == list(own)
+        assert rec["input_ids"] == template_ids(tokenizer, row["messages"], row.get("tools"))
         assert rec["input_ids"][-1] == THINK
         direct = direct_generate(server_url, rec["input_ids"], MAX_NEW_TOKENS)
         assert rec["output_ids"] == direct["output_ids"]

@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from tests.generator.gen_helpers import direct_generate
+from tests.generator.gen_helpers import direct_generate, template_ids
 
 pytestmark = pytest.mark.sglang
 
@@ -38,16 +38,9 @@ def prompt_ids(tiny_kimi):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(tiny_kimi))
-    ids = tok.apply_chat_template(
-        MESSAGES,
-        tools=TOOLS,
-        add_generation_prompt=True,
-        tokenize=True,
-        return_dict=False,
-        thinking=True,
-    )
+    ids = template_ids(tok, MESSAGES, TOOLS)
     assert ids[-1] == 163606  # <think>
-    return list(ids)
+    return ids
 
 
 def test_generate_input_ids_greedy_is_deterministic(sglang_server, prompt_ids):
