@@ -37,6 +37,7 @@ import hashlib
 import itertools
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -71,6 +72,9 @@ The answer is that the capital of France is Paris, and the population is about t
 """
 
 
+# A copy of this function stands in scripts/test_models/tokenization_tinykimi.py on purpose: that
+# file is shipped into the model directory and loaded by transformers as remote code, so it can
+# import nothing of this repository.
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable unicode map (same as tokenizers' ByteLevel)."""
     bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
@@ -214,8 +218,19 @@ def build_tokenizer_json(
 # Chat templates
 # --------------------------------------------------------------------------------------------
 
+# Both templates' way of rendering a message's content: a string, or the text of its parts.
+RENDER_CONTENT = r"""{%- macro render_content(c) -%}
+{%- if c is string -%}{{ c }}
+{%- elif c is iterable and c is not mapping -%}
+{%- for part in c -%}{%- if part is mapping and part.type == 'text' -%}{{ part.text }}{%- elif part is string -%}{{ part }}{%- endif -%}{%- endfor -%}
+{%- elif c -%}{{ c }}
+{%- endif -%}
+{%- endmacro -%}
+"""
+
 # Kimi-K2 style. Tools are declared in a `tool_declare` system turn in a TypeScript-like form.
-KIMI_TEMPLATE = r"""
+KIMI_TEMPLATE = (
+    r"""
 {%- macro ts_type(s) -%}
 {%- if s is not mapping -%}any
 {%- elif s.enum is defined -%}
@@ -241,14 +256,9 @@ KIMI_TEMPLATE = r"""
 {{ name }}{%- if name not in req -%}?{%- endif -%}: {{ ts_type(p) }}{{ ',\n' }}
 {%- endfor -%}
 {%- endmacro -%}
-{%- macro render_content(c) -%}
-{%- if c is string -%}{{ c }}
-{%- elif c is iterable and c is not mapping -%}
-{%- for part in c -%}{%- if part is mapping and part.type == 'text' -%}{{ part.text }}{%- elif part is string -%}{{ part }}{%- endif -%}{%- endfor -%}
-{%- elif c -%}{{ c }}
-{%- endif -%}
-{%- endmacro -%}
-{%- if tools -%}
+"""
+    + RENDER_CONTENT
+    + r"""{%- if tools -%}
 <|im_system|>tool_declare<|im_middle|># Tools
 ## functions
 namespace functions {
@@ -301,17 +311,13 @@ type {{ f.name }} = (_
 <|im_assistant|>assistant<|im_middle|>
 {%- if thinking is not defined or thinking -%}<think>{%- else -%}<think></think>{%- endif -%}
 {%- endif -%}
-""".strip()
+"""
+).strip()
 
 # Qwen3-style ChatML.
-CHATML_TEMPLATE = r"""
-{%- macro render_content(c) -%}
-{%- if c is string -%}{{ c }}
-{%- elif c is iterable and c is not mapping -%}
-{%- for part in c -%}{%- if part is mapping and part.type == 'text' -%}{{ part.text }}{%- elif part is string -%}{{ part }}{%- endif -%}{%- endfor -%}
-{%- elif c -%}{{ c }}
-{%- endif -%}
-{%- endmacro -%}
+CHATML_TEMPLATE = (
+    RENDER_CONTENT
+    + r"""
 {%- if tools -%}
 {{- '<|im_start|>system\n' -}}
 {%- if messages | length > 0 and messages[0].role == 'system' -%}{{- render_content(messages[0].content) + '\n\n' -}}{%- endif -%}
@@ -353,6 +359,7 @@ CHATML_TEMPLATE = r"""
 {%- if enable_thinking is defined and enable_thinking is false -%}{{- '<think>\n\n</think>\n\n' -}}{%- endif -%}
 {%- endif -%}
 """.strip()
+)
 
 # --------------------------------------------------------------------------------------------
 # Recipes
@@ -613,6 +620,27 @@ def greedy_ok(weights, cfg_obj, cls, prompts, eos_id, steps: int = 48) -> bool:
     return True
 
 
+def write_fast_tokenizer(
+    out_dir: Path, tok: dict, template: str, tokens: dict[str, str | None], **extra: bool
+) -> None:
+    """tokenizer.json, and the tokenizer_config.json and special_tokens_map.json of a fast
+    tokenizer with these bos/eos/pad `tokens` (None: none) and chat `template`."""
+    (out_dir / "tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False))
+    cfg = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        **tokens,
+        "unk_token": None,
+        "add_bos_token": False,
+        **extra,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": COMMON["max_position_embeddings"],
+        "chat_template": template,
+    }
+    (out_dir / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    named = {k: v for k, v in tokens.items() if v is not None}
+    (out_dir / "special_tokens_map.json").write_text(json.dumps(named) + "\n")
+
+
 def build_kimi(out_dir: Path) -> None:
     tok, n_regular = build_tokenizer_json(
         num_merges=200,
@@ -621,22 +649,12 @@ def build_kimi(out_dir: Path) -> None:
         filler_fmt="<|filler_{}|>",
         reserved_fmt="<|reserved_token_{}|>",
     )
-    (out_dir / "tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False))
-    cfg = {
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        "bos_token": "[BOS]",
-        "eos_token": "[EOS]",
-        "pad_token": "[EOS]",
-        "unk_token": None,
-        "add_bos_token": False,
-        "add_eos_token": False,
-        "clean_up_tokenization_spaces": False,
-        "model_max_length": COMMON["max_position_embeddings"],
-        "chat_template": KIMI_TEMPLATE,
-    }
-    (out_dir / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    (out_dir / "special_tokens_map.json").write_text(
-        json.dumps({"bos_token": "[BOS]", "eos_token": "[EOS]", "pad_token": "[EOS]"}) + "\n"
+    write_fast_tokenizer(
+        out_dir,
+        tok,
+        KIMI_TEMPLATE,
+        {"bos_token": "[BOS]", "eos_token": "[EOS]", "pad_token": "[EOS]"},
+        add_eos_token=False,
     )
     build_model(out_dir, "tiny-kimi", eos_id=163586, bos_id=163584)
 
@@ -655,21 +673,11 @@ def build_chatml(out_dir: Path) -> None:
         # as in Qwen3: only the turn markers are "special" (stripped by skip_special_tokens)
         non_special=("<think>", "</think>", "<tool_call>", "</tool_call>"),
     )
-    (out_dir / "tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False))
-    cfg = {
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        "bos_token": None,
-        "eos_token": "<|im_end|>",
-        "pad_token": "<|im_end|>",
-        "unk_token": None,
-        "add_bos_token": False,
-        "clean_up_tokenization_spaces": False,
-        "model_max_length": COMMON["max_position_embeddings"],
-        "chat_template": CHATML_TEMPLATE,
-    }
-    (out_dir / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    (out_dir / "special_tokens_map.json").write_text(
-        json.dumps({"eos_token": "<|im_end|>", "pad_token": "<|im_end|>"}) + "\n"
+    write_fast_tokenizer(
+        out_dir,
+        tok,
+        CHATML_TEMPLATE,
+        {"bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|im_end|>"},
     )
     eos_id = next(i for i, s in specials.items() if s == "<|im_end|>")
     RECIPES["tiny-chatml"]["tokenizer_size"] = max(specials) + 1
@@ -704,7 +712,6 @@ def tiktoken_ranks(num_merges: int, first_special: int) -> dict[bytes, int]:
 
 def build_kimi_tiktoken(out_dir: Path) -> None:
     import base64
-    import shutil
 
     ranks = tiktoken_ranks(200, min(KIMI_SPECIALS))
     with open(out_dir / "tiktoken.model", "w", encoding="ascii") as f:
@@ -788,6 +795,19 @@ SAMPLE_MESSAGES = [
 ]
 
 
+def sample_prompt(tok, tokenize: bool = True, tools: list | None = SAMPLE_TOOLS, **template_kwargs):
+    """SAMPLE_MESSAGES through `tok`'s chat template with a generation prompt: ids, or the text."""
+    as_ids = {"return_dict": False} if tokenize else {}
+    return tok.apply_chat_template(
+        SAMPLE_MESSAGES,
+        tools=tools,
+        add_generation_prompt=True,
+        tokenize=tokenize,
+        **as_ids,
+        **template_kwargs,
+    )
+
+
 def check(out_dir: Path, name: str, verbose: bool = True) -> None:
     from transformers import AutoTokenizer
 
@@ -806,48 +826,20 @@ def check(out_dir: Path, name: str, verbose: bool = True) -> None:
             got = tok.encode(s, add_special_tokens=False)
             assert got == [i], (s, got)
             assert tok.convert_ids_to_tokens(i) == s
-        ids = tok.apply_chat_template(
-            SAMPLE_MESSAGES,
-            tools=SAMPLE_TOOLS,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=False,
-            thinking=True,
-        )
+        ids = sample_prompt(tok, thinking=True)
         assert ids[-1] == 163606, ids[-8:]
-        ids_nt = tok.apply_chat_template(
-            SAMPLE_MESSAGES,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=False,
-            thinking=False,
-        )
+        ids_nt = sample_prompt(tok, tools=None, thinking=False)
         assert ids_nt[-2:] == [163606, 163607], ids_nt[-8:]
         assert 163595 in ids and 163597 in ids and 163598 in ids
-        text = tok.apply_chat_template(
-            SAMPLE_MESSAGES, tools=SAMPLE_TOOLS, add_generation_prompt=True, tokenize=False
-        )
+        text = sample_prompt(tok, tokenize=False)
         assert "type get_weather = (_: {" in text, text[:300]
     else:
         for s in CHATML_NAMES:
             got = tok.encode(s, add_special_tokens=False)
             assert len(got) == 1, (s, got)
-        ids = tok.apply_chat_template(
-            SAMPLE_MESSAGES,
-            tools=SAMPLE_TOOLS,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=False,
-            enable_thinking=False,
-        )
+        ids = sample_prompt(tok, enable_thinking=False)
         assert ids[-1] == tok.encode("\n\n", add_special_tokens=False)[-1] or True
-        text = tok.apply_chat_template(
-            SAMPLE_MESSAGES,
-            tools=SAMPLE_TOOLS,
-            add_generation_prompt=True,
-            tokenize=False,
-            enable_thinking=False,
-        )
+        text = sample_prompt(tok, tokenize=False, enable_thinking=False)
         assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n"), text[-80:]
     rt = "Hello, world! \u00e9\u4f60\u597d 123"
     assert tok.decode(tok.encode(rt, add_special_tokens=False)) == rt
@@ -881,16 +873,12 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.time()
             tmp = out_root / f".{name}.tmp"
             if tmp.exists():
-                import shutil
-
                 shutil.rmtree(tmp)
             tmp.mkdir(parents=True)
             BUILDERS[name](tmp)
             check(tmp, name, verbose=False)
             (tmp / ".recipe").write_text(want + "\n")
             if d.exists():
-                import shutil
-
                 shutil.rmtree(d)
             tmp.rename(d)
             print(f"{name}: built in {time.time() - t0:.1f}s ({d})")

@@ -10,11 +10,13 @@ import pytest
 
 from draftgen.cli import main
 from draftgen.export.records import iter_records
+from tests.generator.gen_helpers import generate_command
 from tests.jobs import job_document, write_job_yaml
+
+from .builders import THINK
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
-THINK = 163606
 
 pytestmark = pytest.mark.sglang
 
@@ -56,41 +58,24 @@ def generated(sglang_server, tmp_path_factory):
         ),
     )
     out = base / "out"
-    code = main(
-        [
-            "generate",
-            "--job",
-            str(job_file),
-            "--server",
-            sglang_server.url,
-            "--output",
-            str(out),
-            "--progress",
-            "log",
-        ]
-    )
-    assert code == 0
+    assert main(generate_command(job_file, out, sglang_server.url)) == 0
     return out
+
+
+def _export(output: Path, fmt: str, to: Path, *extra: str) -> int:
+    """`draftgen export` of `output` in `fmt`, truncated samples included: by default they are
+    dropped, and with a tiny model at 24 tokens some always stop short of EOS, so keep them here
+    to never face an empty export."""
+    return main(
+        ["export", str(output), "--format", fmt, "--out", str(to), *extra, "--include-truncated"]
+    )
 
 
 def test_real_records_export_with_identical_ids(generated, tmp_path, capsys):
     records = {r["id"]: r for d in ("chat", "tools") for r in iter_records(generated / d)}
     assert len(records) >= 5
 
-    assert (
-        main(
-            [
-                "export",
-                str(generated),
-                "--format",
-                "speculators",
-                "--out",
-                str(tmp_path / "spec"),
-                "--include-truncated",
-            ]
-        )
-        == 0
-    )
+    assert _export(generated, "speculators", tmp_path / "spec") == 0
     rows = [json.loads(x) for x in (tmp_path / "spec/train.jsonl").read_text().splitlines()]
     assert {r["id"] for r in rows} == set(records)
     for row in rows:
@@ -102,20 +87,7 @@ def test_real_records_export_with_identical_ids(generated, tmp_path, capsys):
     tools = [r for r in rows if r["id"].startswith("tools/")]
     assert tools and all("<|im_system|>tool_declare<|im_middle|>" in r["text"] for r in tools)
 
-    assert (
-        main(
-            [
-                "export",
-                str(generated),
-                "--format",
-                "specforge",
-                "--out",
-                str(tmp_path / "sf"),
-                "--include-truncated",
-            ]
-        )
-        == 0
-    )
+    assert _export(generated, "specforge", tmp_path / "sf") == 0
     convs = [json.loads(x) for x in (tmp_path / "sf/train.jsonl").read_text().splitlines()]
     assert {c["id"] for c in convs} == set(records)
     assert all(
@@ -124,24 +96,7 @@ def test_real_records_export_with_identical_ids(generated, tmp_path, capsys):
         for c in convs
     )
 
-    # by default truncated samples are dropped; with a tiny model at 24 tokens some always stop
-    # short of EOS, so keep them here to never face an empty export
-    assert (
-        main(
-            [
-                "export",
-                str(generated),
-                "--format",
-                "parquet",
-                "--out",
-                str(tmp_path / "pq"),
-                "--validation-fraction",
-                "0.3",
-                "--include-truncated",
-            ]
-        )
-        == 0
-    )
+    assert _export(generated, "parquet", tmp_path / "pq", "--validation-fraction", "0.3") == 0
     capsys.readouterr()
     assert main(["stats", str(generated), "--json"]) in (0, 1)
     stats = {d["dataset"]: d for d in json.loads(capsys.readouterr().out)["datasets"]}

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from tests.jobs import job_document, write_job_yaml
 
 KIMI_SPECIAL_TOKENS = [
@@ -36,6 +38,23 @@ WEATHER_TOOL = {
         },
     },
 }
+
+
+def template_ids(
+    tokenizer: Any, messages: list[dict], tools: list[dict] | None = None, *, thinking: bool = True
+) -> list[int]:
+    """The prompt ids of `messages` (and `tools`) by the tokenizer's own chat template, with the
+    generation prompt: what the generator must send for them."""
+    return list(
+        tokenizer.apply_chat_template(
+            messages,
+            tools=tools,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+            thinking=thinking,
+        )
+    )
 
 
 def write_jsonl(path: Path, rows: list[Any]) -> Path:
@@ -82,6 +101,23 @@ def write_job(
             datasets=datasets,
         ),
     )
+
+
+def write_prompt_job(
+    directory: Path,
+    model: Path,
+    rows: int,
+    *,
+    name: str = "p",
+    prefix: str = "q",
+    dataset: dict | None = None,
+    **job: Any,
+) -> Path:
+    """A job of one `prompt` dataset `name` (`dataset` adds to it) over `rows` prompt rows written
+    to `<name>.jsonl`; `job` as write_job takes it."""
+    write_jsonl(directory / f"{name}.jsonl", prompt_rows(rows, prefix))
+    source = {"name": name, "source": f"{name}.jsonl", "format": "prompt", **(dataset or {})}
+    return write_job(directory, model, [source], **job)
 
 
 def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
@@ -143,14 +179,56 @@ def rejects(directory: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+CLI = [sys.executable, "-m", "draftgen.cli"]  # `draftgen` as this test's venv runs it
+
+
+def generate_command(
+    job: Path | str, output: Path | str, *servers: str, extra: tuple[str, ...] = ()
+) -> list[str]:
+    """The words of `draftgen generate` of `job` against `servers` into `output`, its progress
+    as log lines (not a live bar), then `extra`."""
+    return [
+        "generate",
+        "--job",
+        str(job),
+        *[arg for url in servers for arg in ("--server", url)],
+        "--output",
+        str(output),
+        "--progress",
+        "log",
+        *extra,
+    ]
+
+
 def cli(*args: str, **kwargs: Any) -> subprocess.Popen:
     """`draftgen ...` as a subprocess of this test's venv."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "draftgen.cli", *args],
+        [*CLI, *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         **kwargs,
     )
+
+
+def direct_generate(
+    url: str, input_ids: list[int], max_new_tokens: int, *, timeout: float = 120
+) -> dict[str, Any]:
+    """A greedy `/generate` of `input_ids` straight to the server at `url`, with the sampling
+    parameters the generator sends: the output ids a greedy record must hold. The response."""
+    response = httpx.post(
+        f"{url}/generate",
+        timeout=timeout,
+        json={
+            "input_ids": input_ids,
+            "sampling_params": {
+                "temperature": 0.0,
+                "max_new_tokens": max_new_tokens,
+                "skip_special_tokens": False,
+                "no_stop_trim": True,
+            },
+        },
+    )
+    return response.json()

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
 from .gen_helpers import (
     THINK,
     WEATHER_TOOL,
     cli,
-    prompt_rows,
+    direct_generate,
+    generate_command,
     records,
     rejects,
     run_inprocess,
     write_job,
     write_jsonl,
+    write_prompt_job,
 )
 
 pytestmark = pytest.mark.sglang
@@ -72,19 +73,7 @@ def test_output_ids_are_exactly_what_generate_returns(greedy_run, sglang_server)
     recs = records(out / "tools")
     assert len(recs) == 2
     for rec in recs:
-        direct = httpx.post(
-            f"{sglang_server.url}/generate",
-            timeout=120,
-            json={
-                "input_ids": rec["input_ids"],
-                "sampling_params": {
-                    "temperature": 0.0,
-                    "max_new_tokens": 12,
-                    "skip_special_tokens": False,
-                    "no_stop_trim": True,
-                },
-            },
-        ).json()
+        direct = direct_generate(sglang_server.url, rec["input_ids"], 12)
         assert rec["output_ids"] == direct["output_ids"]
         assert rec["completion_tokens"] == len(rec["output_ids"])
         assert rec["prompt_tokens"] == len(rec["input_ids"])
@@ -161,12 +150,12 @@ def test_resumed_run_counts_what_is_on_disk(greedy_run, sglang_server, tmp_path)
     ],
 )
 def test_budget_is_met_within_one_sample(mode, budget, tmp_path, tiny_kimi, sglang_server):
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(60))
     max_new = 16
-    job = write_job(
+    job = write_prompt_job(
         tmp_path,
         tiny_kimi,
-        [{"name": "p", "source": "p.jsonl", "format": "prompt", "budget": budget}],
+        60,
+        dataset={"budget": budget},
         sampling={"temperature": 1.0, "maxNewTokens": max_new, "seed": 3},
         generator={"onBudgetMet": mode},
     )
@@ -193,24 +182,13 @@ def test_a_server_with_another_tokenizer_is_refused(tmp_path, sglang_server, rep
     chatml = repo / ".cache" / "models" / "tiny-chatml"
     if not (chatml / "tokenizer.json").exists():
         pytest.skip("tiny-chatml is missing: run `make models`")
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(2))
-    job = write_job(
+    job = write_prompt_job(
         tmp_path,
         chatml,
-        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        2,
         model_extra={"specialTokens": [], "generationPrefix": None, "chatTemplateKwargs": {}},
     )
-    proc = cli(
-        "generate",
-        "--job",
-        str(job),
-        "--server",
-        sglang_server.url,
-        "--output",
-        str(tmp_path / "out"),
-        "--progress",
-        "log",
-    )
+    proc = cli(*generate_command(job, tmp_path / "out", sglang_server.url))
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 3, log
     assert "different model or tokenizer" in log
@@ -228,33 +206,17 @@ def _closed_port_url() -> str:
 def test_replicas_share_the_work_and_a_dead_one_is_left_out(tmp_path, tiny_kimi, sglang_server):
     """Two URLs of the same server act as two replicas (both get requests); a third that never
     answers does not hold the job up."""
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(16))
-    job = write_job(
+    job = write_prompt_job(
         tmp_path,
         tiny_kimi,
-        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        16,
         sampling={"maxNewTokens": 4},
         generator={"concurrency": {"mode": "fixed", "maxRequests": 3}},
     )
     other = sglang_server.url.replace("127.0.0.1", "localhost")
     assert other != sglang_server.url
-    proc = cli(
-        "generate",
-        "--job",
-        str(job),
-        "--server",
-        sglang_server.url,
-        "--server",
-        other,
-        "--server",
-        _closed_port_url(),
-        "--health-timeout",
-        "3",
-        "--output",
-        str(tmp_path / "out"),
-        "--progress",
-        "log",
-    )
+    servers = (sglang_server.url, other, _closed_port_url())
+    proc = cli(*generate_command(job, tmp_path / "out", *servers, extra=("--health-timeout", "3")))
     log, _ = proc.communicate(timeout=180)
     assert proc.returncode == 0, log
     recs = records(tmp_path / "out" / "p")
@@ -263,20 +225,11 @@ def test_replicas_share_the_work_and_a_dead_one_is_left_out(tmp_path, tiny_kimi,
 
 
 def test_no_healthy_server_exits_4(tmp_path, tiny_kimi):
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(2))
-    job = write_job(tmp_path, tiny_kimi, [{"name": "p", "source": "p.jsonl", "format": "prompt"}])
+    job = write_prompt_job(tmp_path, tiny_kimi, 2)
     proc = cli(
-        "generate",
-        "--job",
-        str(job),
-        "--server",
-        _closed_port_url(),
-        "--health-timeout",
-        "1",
-        "--output",
-        str(tmp_path / "out"),
-        "--progress",
-        "log",
+        *generate_command(
+            job, tmp_path / "out", _closed_port_url(), extra=("--health-timeout", "1")
+        )
     )
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 4, log

@@ -5,10 +5,19 @@ tool declaration the tokenizer class computed, and the records are exact."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
-from .gen_helpers import THINK, WEATHER_TOOL, cli, records, write_job, write_jsonl
+from .gen_helpers import (
+    THINK,
+    WEATHER_TOOL,
+    cli,
+    direct_generate,
+    generate_command,
+    records,
+    template_ids,
+    write_job,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.sglang
 
@@ -30,44 +39,15 @@ def test_remote_code_tiktoken_tokenizer_end_to_end(tmp_path, tiny_kimi_tiktoken,
         [{"name": "tools", "source": "tools.jsonl", "format": "messages"}],
         model_extra={"trustRemoteCode": True},
     )
-    proc = cli(
-        "generate",
-        "--job",
-        str(job),
-        "--server",
-        sglang_server.url,
-        "--output",
-        str(tmp_path / "out"),
-        "--progress",
-        "log",
-    )
+    proc = cli(*generate_command(job, tmp_path / "out", sglang_server.url))
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, out[-3000:]
     [rec] = records(tmp_path / "out" / "tools")
     tok = AutoTokenizer.from_pretrained(str(tiny_kimi_tiktoken), trust_remote_code=True)
     assert type(tok).__name__ == "TinyKimiTokenizer"
-    own = tok.apply_chat_template(
-        rows[0]["messages"],
-        tools=rows[0]["tools"],
-        add_generation_prompt=True,
-        tokenize=True,
-        return_dict=False,
-        thinking=True,
-    )
-    assert rec["input_ids"] == list(own) and rec["input_ids"][-1] == THINK
+    own = template_ids(tok, rows[0]["messages"], rows[0]["tools"])
+    assert rec["input_ids"] == own and rec["input_ids"][-1] == THINK
     # The declaration the tokenizer class computed (tools_ts_str), not the template's JSON fallback.
     assert "type get_weather = (_: {\ncity: string,\n}) => any;" in tok.decode(rec["input_ids"])
-    direct = httpx.post(
-        f"{sglang_server.url}/generate",
-        timeout=120,
-        json={
-            "input_ids": rec["input_ids"],
-            "sampling_params": {
-                "temperature": 0.0,
-                "max_new_tokens": 12,
-                "skip_special_tokens": False,
-                "no_stop_trim": True,
-            },
-        },
-    ).json()
+    direct = direct_generate(sglang_server.url, rec["input_ids"], 12)
     assert rec["output_ids"] == direct["output_ids"]

@@ -12,7 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from .gen_helpers import cli, expected_ids, prompt_rows, records, write_job, write_jsonl
+from .gen_helpers import (
+    CLI,
+    cli,
+    expected_ids,
+    generate_command,
+    prompt_rows,
+    records,
+    write_job,
+    write_jsonl,
+    write_prompt_job,
+)
 
 pytestmark = pytest.mark.sglang
 
@@ -63,17 +73,7 @@ def test_sigkill_at_several_points_then_resume_exactly(tmp_path, tiny_kimi, sgla
         generator={"concurrency": {"mode": "fixed", "maxRequests": 6}, "tokenizerWorkers": 1},
     )
     out = tmp_path / "out"
-    args = [
-        "generate",
-        "--job",
-        str(job),
-        "--server",
-        sglang_server.url,
-        "--output",
-        str(out),
-        "--progress",
-        "log",
-    ]
+    args = generate_command(job, out, sglang_server.url)
 
     codes = [
         _run_until(args, out, 1),
@@ -111,30 +111,12 @@ def test_a_full_disk_stops_with_its_own_exit_code_and_no_half_record(
     """A file-size limit makes every write past it fail with EFBIG, as a full volume would."""
     import resource
     import subprocess
-    import sys
 
-    write_jsonl(tmp_path / "all.jsonl", prompt_rows(16, "a"))
-    job = write_job(
-        tmp_path,
-        tiny_kimi,
-        [{"name": "all", "source": "all.jsonl", "format": "prompt"}],
-        sampling={"maxNewTokens": 4},
+    job = write_prompt_job(
+        tmp_path, tiny_kimi, 16, name="all", prefix="a", sampling={"maxNewTokens": 4}
     )
     out = tmp_path / "out"
-    args = [
-        sys.executable,
-        "-m",
-        "draftgen.cli",
-        "generate",
-        "--job",
-        str(job),
-        "--server",
-        sglang_server.url,
-        "--output",
-        str(out),
-        "--progress",
-        "log",
-    ]
+    args = [*CLI, *generate_command(job, out, sglang_server.url)]
 
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))

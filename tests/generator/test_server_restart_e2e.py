@@ -8,7 +8,13 @@ from collections import Counter
 
 import pytest
 
-from .gen_helpers import cli, expected_ids, prompt_rows, records, write_job, write_jsonl
+from .gen_helpers import (
+    cli,
+    expected_ids,
+    generate_command,
+    records,
+    write_prompt_job,
+)
 
 pytestmark = pytest.mark.sglang
 
@@ -16,26 +22,15 @@ pytestmark = pytest.mark.sglang
 def test_server_killed_and_restarted_mid_run(tmp_path, tiny_kimi, sglang_server):
     if not hasattr(sglang_server, "restart"):
         pytest.skip("needs a server this session started (not DRAFTGEN_TEST_SGLANG_URL)")
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(24))
-    job = write_job(
+    job = write_prompt_job(
         tmp_path,
         tiny_kimi,
-        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        24,
         sampling={"maxNewTokens": 6},
         generator={"concurrency": {"mode": "fixed", "maxRequests": 4}, "retries": 3},
     )
     out = tmp_path / "out"
-    proc = cli(
-        "generate",
-        "--job",
-        str(job),
-        "--server",
-        sglang_server.url,
-        "--output",
-        str(out),
-        "--progress",
-        "log",
-    )
+    proc = cli(*generate_command(job, out, sglang_server.url))
     try:
         deadline = time.monotonic() + 120
         while not any(p.stat().st_size for p in out.glob("p/shard-*.jsonl")):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,19 +11,10 @@ import pytest
 from draftgen.generator.inputs import iter_samples, open_tokenizer
 from draftgen.generator.samples import Reject, Sample
 from draftgen.spec import parse_job
+from tests.generator.gen_helpers import KIMI_SPECIAL_TOKENS, write_jsonl
 from tests.jobs import job_document
 
 from .tokenizer_fixture import DROPS_TOOLS, KIMI_LIKE, build_tokenizer
-
-KIMI_SPECIALS = [
-    "<think>",
-    "</think>",
-    "<|im_end|>",
-    "<|tool_calls_section_begin|>",
-    "<|tool_call_begin|>",
-    "<|tool_call_argument_begin|>",
-    "<|tool_call_end|>",
-]
 
 
 @pytest.fixture(scope="session")
@@ -41,19 +31,11 @@ def make_job(tokenizer: Path | str, datasets: list[dict[str, Any]], **model: Any
     spec_model = {
         "weights": str(tokenizer),
         "chatTemplateKwargs": {"thinking": True},
-        "specialTokens": KIMI_SPECIALS,
+        "specialTokens": KIMI_SPECIAL_TOKENS,
         "generationPrefix": "<think>",
     }
     spec_model.update(model)
     return parse_job(job_document("t", model=spec_model, datasets=datasets))
-
-
-def write_jsonl(path: Path, rows: list[Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write((row if isinstance(row, str) else json.dumps(row)) + "\n")
-    return path
 
 
 @pytest.fixture

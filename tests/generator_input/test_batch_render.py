@@ -12,6 +12,7 @@ from transformers import AutoTokenizer
 from draftgen.generator import render
 from draftgen.generator.inputs import iter_samples, open_tokenizer
 from draftgen.generator.samples import Reject, Sample
+from tests.generator.gen_helpers import template_ids
 
 from .conftest import make_job, write_jsonl
 from .tokenizer_fixture import NO_SYSTEM, build_tokenizer
@@ -88,18 +89,10 @@ CASES = [
 
 
 def expected_ids(
-    directory: Path, messages: list[dict], tools: list[dict] | None, **kwargs
+    directory: Path, messages: list[dict], tools: list[dict] | None, thinking: bool
 ) -> list[int]:
-    tok = AutoTokenizer.from_pretrained(directory)
-    return list(
-        tok.apply_chat_template(
-            messages,
-            tools=tools,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=False,
-            **kwargs,
-        )
+    return template_ids(
+        AutoTokenizer.from_pretrained(directory), messages, tools, thinking=thinking
     )
 
 

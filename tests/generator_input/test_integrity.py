@@ -10,6 +10,7 @@ from transformers import AutoTokenizer
 from draftgen.generator.inputs import iter_samples, open_tokenizer
 from draftgen.generator.integrity import STRICT_TOOL_SAMPLES, IntegrityError, tokenizer_fingerprint
 from draftgen.generator.samples import Reject, Sample
+from tests.generator.gen_helpers import template_ids
 
 from .conftest import make_job, write_jsonl
 from .tokenizer_fixture import (
@@ -124,15 +125,7 @@ def test_render_then_encode_gives_the_ids_of_apply_chat_template_tokenize(tmp_pa
             assert ctx.settings.route == "text" and ctx.settings.backend_encode  # the fast path
             rendered = ctx.renderer.render(conv, [tool("get_weather")])
             tok = AutoTokenizer.from_pretrained(directory)
-            direct = tok.apply_chat_template(
-                conv,
-                tools=[tool("get_weather")],
-                add_generation_prompt=True,
-                tokenize=True,
-                return_dict=False,
-                thinking=True,
-            )
-            assert rendered.ids == list(direct)
+            assert rendered.ids == template_ids(tok, conv, [tool("get_weather")])
     bos_id = AutoTokenizer.from_pretrained(bos_dir).convert_tokens_to_ids(BOS)
     assert rendered.ids.count(bos_id) == 1
 

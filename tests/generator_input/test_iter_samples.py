@@ -9,6 +9,7 @@ from transformers import AutoTokenizer
 
 from draftgen.generator.inputs import iter_samples, open_tokenizer
 from draftgen.generator.samples import Reject, Sample
+from tests.generator.gen_helpers import template_ids
 
 from .conftest import make_job, write_jsonl
 from .tokenizer_fixture import SPECIALS, THINK
@@ -44,14 +45,10 @@ def test_prompts_are_rendered_with_the_template_and_end_with_think(run_dataset, 
     items = run_dataset([{"prompt": "Hello", "system": "Be brief."}], "prompt")
     [s] = samples(items)
     tok = AutoTokenizer.from_pretrained(kimi_like_dir)
-    expected = tok.apply_chat_template(
-        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}],
-        add_generation_prompt=True,
-        tokenize=True,
-        return_dict=False,
-        thinking=True,
+    expected = template_ids(
+        tok, [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}]
     )
-    assert s.input_ids == list(expected)
+    assert s.input_ids == expected
     assert s.input_ids[-1] == THINK and s.input_ids[0] == SPECIALS["<|im_system|>"]
     assert s.id.startswith("ds/") and s.id.endswith("/0") and s.turn == 0 and s.source_index == 0
 

@@ -11,6 +11,7 @@ from transformers import AutoTokenizer
 from draftgen.generator.inputs import iter_samples, open_tokenizer
 from draftgen.generator.samples import Reject, Sample
 from draftgen.spec import load_job
+from tests.generator.gen_helpers import template_ids
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
@@ -86,10 +87,8 @@ def test_the_ids_are_what_apply_chat_template_gives(demo):
     from draftgen.generator.identity import select_turns
 
     [(_, prompt)] = select_turns(row["messages"], "last")
-    expected = tok.apply_chat_template(
-        prompt, add_generation_prompt=True, tokenize=True, return_dict=False, thinking=True
-    )
-    assert item.input_ids == list(expected)
+    expected = template_ids(tok, prompt)
+    assert item.input_ids == expected
     assert expected[-1] == 163606
 
 

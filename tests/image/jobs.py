@@ -3,37 +3,21 @@ and the check that a run's records are what the tokenizer and the server say the
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
-import httpx
-import yaml
+from tests.generator.gen_helpers import (
+    KIMI_SPECIAL_TOKENS,
+    THINK,
+    WEATHER_TOOL,
+    direct_generate,
+    template_ids,
+    write_jsonl,
+)
+from tests.jobs import job_document, write_job_yaml
 
-KIMI_SPECIAL_TOKENS = [
-    "<think>",
-    "</think>",
-    "<|im_end|>",
-    "<|tool_calls_section_begin|>",
-    "<|tool_call_begin|>",
-    "<|tool_call_argument_begin|>",
-    "<|tool_call_end|>",
-]
-THINK = 163606
 MAX_NEW_TOKENS = 12
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 ROWS = [
     {
         "id": "w1",
@@ -64,9 +48,7 @@ def write_job(
 ) -> Path:
     """job.yaml + rows.jsonl in `host_dir` (seen as `container_dir`); the tokenizer path is as
     the container sees it."""
-    host_dir.mkdir(parents=True, exist_ok=True)
-    with open(host_dir / "rows.jsonl", "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r) + "\n" for r in ROWS)
+    write_jsonl(host_dir / "rows.jsonl", ROWS)
     model = {
         "weights": tokenizer,
         "chatTemplateKwargs": {"thinking": True},
@@ -74,30 +56,19 @@ def write_job(
         "generationPrefix": "<think>",
         **(model_extra or {}),
     }
-    job = {
-        "apiVersion": "draftgen.io/v1alpha1",
-        "kind": "GenerationJob",
-        "metadata": {"name": "image-test"},
-        "spec": {
-            "model": model,
-            "server": {"tensorParallelSize": 1},
-            "sampling": {"temperature": 0.0, "maxNewTokens": MAX_NEW_TOKENS},
-            "generator": {"tokenizerWorkers": 1, "retries": 2},
-            "datasets": [
+    return write_job_yaml(
+        host_dir / "job.yaml",
+        job_document(
+            "image-test",
+            model=model,
+            server={"tensorParallelSize": 1},
+            sampling={"temperature": 0.0, "maxNewTokens": MAX_NEW_TOKENS},
+            generator={"tokenizerWorkers": 1, "retries": 2},
+            datasets=[
                 {"name": "chat", "source": f"{container_dir}/rows.jsonl", "format": "messages"}
             ],
-        },
-    }
-    path = host_dir / "job.yaml"
-    path.write_text(yaml.safe_dump(job, sort_keys=False))
-    return path
-
-
-def records(directory: Path) -> list[dict]:
-    out: list[dict] = []
-    for shard in sorted(directory.glob("shard-*.jsonl")):
-        out += [json.loads(line) for line in shard.read_text().splitlines()]
-    return out
+        ),
+    )
 
 
 def verify(recs: list[dict], tokenizer: Any, server_url: str) -> None:
@@ -106,28 +77,8 @@ def verify(recs: list[dict], tokenizer: Any, server_url: str) -> None:
     for rec in recs:
         row = ROWS[rec["source_index"]]
         assert rec["id"] == f"chat/{row['id']}/0"
-        own = tokenizer.apply_chat_template(
-            row["messages"],
-            tools=row.get("tools"),
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=False,
-            thinking=True,
-        )
-        assert rec["input_ids"] == list(own)
+        assert rec["input_ids"] == template_ids(tokenizer, row["messages"], row.get("tools"))
         assert rec["input_ids"][-1] == THINK
-        direct = httpx.post(
-            f"{server_url}/generate",
-            timeout=120,
-            json={
-                "input_ids": rec["input_ids"],
-                "sampling_params": {
-                    "temperature": 0.0,
-                    "max_new_tokens": MAX_NEW_TOKENS,
-                    "skip_special_tokens": False,
-                    "no_stop_trim": True,
-                },
-            },
-        ).json()
+        direct = direct_generate(server_url, rec["input_ids"], MAX_NEW_TOKENS)
         assert rec["output_ids"] == direct["output_ids"]
         assert rec["completion_tokens"] == len(rec["output_ids"]) > 0

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.generator.gen_helpers import generate_command, records
+
 from .conftest import IN, OUT
-from .jobs import copy_tokenizer, records, verify, write_job
+from .jobs import copy_tokenizer, verify, write_job
 
 pytestmark = [pytest.mark.image, pytest.mark.sglang, pytest.mark.timeout(1800)]
 
@@ -17,19 +19,8 @@ def test_generate_in_the_container_writes_verified_records(container, sglang_ser
 
     copy_tokenizer(tiny_kimi, container.inputs / "tiny-kimi")
     write_job(container.inputs / "job-kimi", f"{IN}/job-kimi", f"{IN}/tiny-kimi")
-    run = container.exec(
-        "draftgen",
-        "generate",
-        "--job",
-        f"{IN}/job-kimi/job.yaml",
-        "--server",
-        sglang_server.url,
-        "--output",
-        f"{OUT}/kimi",
-        "--progress",
-        "log",
-        check=False,
-    )
+    job, out = f"{IN}/job-kimi/job.yaml", f"{OUT}/kimi"
+    run = container.exec("draftgen", *generate_command(job, out, sglang_server.url), check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     verify(
         records(container.outputs / "kimi" / "chat"),
@@ -51,19 +42,8 @@ def test_remote_code_tiktoken_tokenizer_in_the_container(
         f"{IN}/tiny-kimi-tiktoken",
         model_extra={"trustRemoteCode": True},
     )
-    run = container.exec(
-        "draftgen",
-        "generate",
-        "--job",
-        f"{IN}/job-tiktoken/job.yaml",
-        "--server",
-        sglang_server.url,
-        "--output",
-        f"{OUT}/tiktoken",
-        "--progress",
-        "log",
-        check=False,
-    )
+    job, out = f"{IN}/job-tiktoken/job.yaml", f"{OUT}/tiktoken"
+    run = container.exec("draftgen", *generate_command(job, out, sglang_server.url), check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     tok = AutoTokenizer.from_pretrained(str(tiny_kimi_tiktoken), trust_remote_code=True)
     recs = records(container.outputs / "tiktoken" / "chat")

@@ -7,6 +7,8 @@ import urllib.request
 
 import pytest
 
+from tests.generator.gen_helpers import direct_generate, template_ids
+
 pytestmark = pytest.mark.sglang
 
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -26,14 +28,6 @@ TOOLS = [
 ]
 
 
-def _post(url: str, body: dict) -> dict:
-    req = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"content-type": "application/json"}
-    )
-    with urllib.request.urlopen(req, timeout=300) as resp:
-        return json.loads(resp.read())
-
-
 def _get(url: str) -> bytes:
     with urllib.request.urlopen(url, timeout=30) as resp:
         return resp.read()
@@ -44,30 +38,14 @@ def prompt_ids(tiny_kimi):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(tiny_kimi))
-    ids = tok.apply_chat_template(
-        MESSAGES,
-        tools=TOOLS,
-        add_generation_prompt=True,
-        tokenize=True,
-        return_dict=False,
-        thinking=True,
-    )
+    ids = template_ids(tok, MESSAGES, TOOLS)
     assert ids[-1] == 163606  # <think>
-    return list(ids)
+    return ids
 
 
 def test_generate_input_ids_greedy_is_deterministic(sglang_server, prompt_ids):
-    body = {
-        "input_ids": prompt_ids,
-        "sampling_params": {
-            "max_new_tokens": 24,
-            "temperature": 0,
-            "skip_special_tokens": False,
-            "no_stop_trim": True,
-        },
-    }
-    first = _post(sglang_server.url + "/generate", body)
-    second = _post(sglang_server.url + "/generate", body)
+    first = direct_generate(sglang_server.url, prompt_ids, 24, timeout=300)
+    second = direct_generate(sglang_server.url, prompt_ids, 24, timeout=300)
     assert first["output_ids"], first
     assert all(isinstance(i, int) for i in first["output_ids"])
     assert first["meta_info"]["prompt_tokens"] == len(prompt_ids)
