@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
-from draftgen.contract.sglang_flags import owner_of
+from draftgen.contract.sglang_flags import refusal
 
 from .base import SpecModel
 from .hostmem import check_host_memory
@@ -18,6 +18,19 @@ LOSSY_KV_DTYPES = frozenset({"fp8_e4m3", "fp8_e5m2"})
 MEM_FRACTION_WARN_ABOVE = 0.90
 
 _QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$"
+
+
+def _allowed_extra_arg(arg: str) -> str:
+    """Refuse an argument SGLang's argparse would take for a flag the spec owns: an alias, an
+    abbreviation (SGLang accepts any unambiguous prefix) or `--flag=value` all count. Checked per
+    element, so the error names `spec.server.extraArgs[i]`."""
+    problem = refusal(arg)
+    if problem is not None:
+        raise ValueError(problem)
+    return arg
+
+
+ExtraArg = Annotated[str, AfterValidator(_allowed_extra_arg)]
 
 
 class HierarchicalCache(SpecModel):
@@ -68,8 +81,9 @@ class ServerSpec(SpecModel):
     context_length: int | None = Field(default=None, ge=1)
     """Longest prompt plus completion in tokens (`--context-length`)."""
 
-    extra_args: list[str] = Field(default_factory=list)
-    """Further `sglang.launch_server` arguments, passed through verbatim."""
+    extra_args: list[ExtraArg] = Field(default_factory=list)
+    """Further `sglang.launch_server` arguments, passed through verbatim. A flag a field of the
+    spec sets (in any spelling SGLang accepts: alias, prefix, `--flag=value`) is refused."""
 
     resources: dict[str, Any] = Field(default_factory=dict)
     """Kubernetes resource requirements for the server container (GPU limits are added)."""
@@ -152,13 +166,6 @@ class ServerSpec(SpecModel):
                 "hierarchicalCache.sizeGBPerRank: set but hierarchicalCache.enabled is false; "
                 "enable it or remove the size"
             )
-        for arg in self.extra_args:
-            owner = owner_of(arg)
-            if owner is not None:
-                raise ValueError(
-                    f"extraArgs: {arg.split('=', 1)[0]} is set from its own field ({owner}); "
-                    "use that field instead"
-                )
         return self
 
     def warnings(self) -> list[str]:
