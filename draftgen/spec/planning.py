@@ -33,6 +33,10 @@ class MeasuredStart(SpecModel):
     free_after_load_gib: StrictFloat = Field(gt=0.0)
     """`Load weight end. ... avail mem=Y GB`: free memory after the weights were loaded."""
 
+    tensor_parallel_size: StrictInt | None = Field(default=None, ge=1, le=64)
+    """The tensor-parallel size of the measured start (`tp_size`), if not the job's: the planner
+    re-derives the per-rank figures for the job's `tensorParallelSize`."""
+
     cuda_graph_gib: StrictFloat | None = Field(default=None, ge=0.0)
     """GPU memory that startup took after the KV pool (CUDA graph capture and the like), when
     known: free memory right after the KV pool minus free memory once the server was ready."""
