@@ -44,7 +44,11 @@ def check_sharding(job: GenerationJob, base_dir: Path) -> str | None:
     if path is None or not path.exists():
         return None
     try:
-        check_tensor_parallel(load_model_config(path), job.spec.server.tensor_parallel_size)
+        model = load_model_config(path)
+    except ModelConfigError:
+        return None  # no readable config here: `draftgen plan` reports that
+    try:
+        check_tensor_parallel(model, job.spec.server.tensor_parallel_size)
     except ModelConfigError as err:
         return str(err)
     return None

@@ -86,3 +86,17 @@ def test_validate_refuses_the_tp_when_the_config_is_readable(tmp_path, examples,
     assert "spec.server.tensorParallelSize: 3 does not divide the model's 64 attention heads" in err
     doc["spec"]["server"]["tensorParallelSize"] = 8
     assert main(["validate", str(write_job_yaml(tmp_path / "job.yaml", doc))]) == 0
+
+
+def test_validate_without_a_readable_config_does_not_refuse(tmp_path):
+    from draftgen.cli import main
+    from tests.jobs import write_job_yaml
+
+    (tmp_path / "m").mkdir()  # weights without config.json
+    doc = job_document(
+        "kimi",
+        model={"weights": "m"},
+        server={"tensorParallelSize": 3},
+        datasets=[{"name": "chat", "source": "c.jsonl", "format": "messages"}],
+    )
+    assert main(["validate", str(write_job_yaml(tmp_path / "job.yaml", doc))]) == 0
