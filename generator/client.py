@@ -273,6 +273,10 @@ class SGLangClient:
         """Every server argument (`max_total_num_tokens`, `max_req_input_len`, ...)."""
         return await self._json("/get_server_info")
 
+    async def models(self) -> dict[str, Any]:
+        """The OpenAI-style model list; `data[0].max_model_len` is the effective context length."""
+        return await self._json("/v1/models")
+
     async def model_info(self) -> dict[str, Any]:
         """`model_path`, `tokenizer_path`, `is_generation`, ..."""
         return await self._json("/get_model_info")

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 
 from draftgen.contract.generator_cli import ExitCode
-from draftgen.contract.server_info import parse_server_info
+from draftgen.contract.server_info import context_problem, model_len, parse_server_info
 
 from .admission import ServerView
 from .client import BadResponse, ServerLoad, ServerUnavailable, SGLangClient, SGLangError
@@ -89,6 +89,7 @@ class Fleet:
         metrics: GeneratorMetrics,
         wake: Callable[[], None],
         on_fatal: Callable[[BaseException], None],
+        completions: dict[str, int] | None = None,
     ) -> None:
         self.servers = [
             Server(SGLangClient(u, timeout=request_timeout, transport=transport)) for u in urls
@@ -103,6 +104,8 @@ class Fleet:
         self._wake = wake
         self._on_fatal = on_fatal
         self._late_joiners: set[asyncio.Task] = set()
+        self._completions = completions or {}
+        """Each dataset's `maxNewTokens`, checked against every server's context at join."""
 
     # ---- joining --------------------------------------------------------------------------
 
@@ -151,6 +154,11 @@ class Fleet:
         server.kv_tokens = info.kv_tokens or 1
         server.max_running = info.max_running_requests
         server.max_prompt = info.max_prompt_tokens
+        if info.context_length is None and self._completions:
+            info = replace(info, context_length=await self._model_len(server))
+        problem = context_problem(info, self._completions)
+        if problem is not None:
+            raise IntegrityError(f"{server.client.url}: {problem}")
         if info.skip_tokenizer_init:
             log.warning(
                 "%s runs with --skip-tokenizer-init: its tokenizer cannot be compared",
@@ -167,6 +175,14 @@ class Fleet:
         )
         server.healthy = True
         self._wake()
+
+    async def _model_len(self, server: Server) -> int | None:
+        """The server's effective context from `/v1/models`; None if it does not say."""
+        try:
+            return model_len(await server.client.models())
+        except SGLangError as err:
+            log.info("%s: no context length from /v1/models (%s)", server.client.url, err)
+            return None
 
     # ---- failures -------------------------------------------------------------------------
 

@@ -94,6 +94,7 @@ class Runner:
             metrics=self.metrics,
             wake=self._wake.set,
             on_fatal=self._stop_fatal,
+            completions=job.spec.completion_limits(),
         )
         self.servers = self.fleet.servers
         self.datasets: list[Dataset] = []

@@ -34,6 +34,26 @@ def check_tokenizer(job: GenerationJob, base_dir: Path) -> str:
         return f"tokenizer {type(tok).__name__} loads: {len(tok)} ids, chat template checked"
 
 
+def check_sharding(job: GenerationJob, base_dir: Path) -> str | None:
+    """When the model's config.json is readable here: the planner's refusal of a
+    tensorParallelSize that does not divide the attention heads, else None."""
+    from draftgen.plan.modelconfig import ModelConfigError, config_location, load_model_config
+    from draftgen.plan.planner import check_tensor_parallel
+
+    path = config_location(job.spec.model.config_path, job.spec.model.weights, base_dir)
+    if path is None or not path.exists():
+        return None
+    try:
+        model = load_model_config(path)
+    except ModelConfigError:
+        return None  # no readable config here: `draftgen plan` reports that
+    try:
+        check_tensor_parallel(model, job.spec.server.tensor_parallel_size)
+    except ModelConfigError as err:
+        return str(err)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     status = 0
     for path in args.job:
@@ -41,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
             job = load_job(path)
         except SpecError as err:
             print(err, file=sys.stderr)
+            status = 1
+            continue
+        sharding = check_sharding(job, Path(path).resolve().parent)
+        if sharding is not None:
+            print(f"{path}: GenerationJob is invalid:\n  - {sharding}", file=sys.stderr)
             status = 1
             continue
         print(

@@ -27,9 +27,14 @@ class ServerInfo:
     max_running_requests: int | None
     """The first rank's `effective_max_running_requests_per_dp`, else `max_running_requests`."""
     max_prompt_tokens: int | None
-    """`max_req_input_len`: the longest prompt the server accepts."""
+    """The longest prompt the server accepts: `max_req_input_len - 1` (SGLang refuses a prompt of
+    `max_req_input_len` tokens or more, `managers/utils.py: validate_input_length`)."""
     skip_tokenizer_init: bool
     """The server runs without a tokenizer (`--skip-tokenizer-init`): `/tokenize` cannot work."""
+    context_length: int | None = None
+    """Prompt plus completion at most; SGLang refuses a request whose prompt plus
+    `max_new_tokens` exceeds it. `context_length` here when the server was started with
+    `--context-length`, else `max_model_len` from `/v1/models` (see `model_len`)."""
 
 
 def _positive_int(value: Any) -> int | None:
@@ -63,6 +68,40 @@ def parse_server_info(body: Any) -> ServerInfo:
             (states[0] if states else {}).get("effective_max_running_requests_per_dp")
         )
         or _positive_int(body.get("max_running_requests")),
-        max_prompt_tokens=_positive_int(body.get("max_req_input_len")),
+        max_prompt_tokens=_below(_positive_int(body.get("max_req_input_len"))),
         skip_tokenizer_init=bool(body.get("skip_tokenizer_init")),
+        context_length=_positive_int(body.get("context_length")),
+    )
+
+
+def model_len(body: Any) -> int | None:
+    """`max_model_len` of the first model in a `/v1/models` body: SGLang's effective context
+    length, which `/get_server_info` leaves out (its `context_length` is the launch argument, null
+    unless `--context-length` was given)."""
+    data = body.get("data") if isinstance(body, dict) else None
+    first = data[0] if isinstance(data, list) and data else None
+    return _positive_int(first.get("max_model_len")) if isinstance(first, dict) else None
+
+
+def _below(limit: int | None) -> int | None:
+    """The largest length SGLang accepts under an exclusive limit."""
+    return limit - 1 if limit is not None and limit > 1 else None
+
+
+def context_problem(info: ServerInfo, completions: dict[str, int]) -> str | None:
+    """Why no request of some dataset can fit this server's context, with the fix; `completions`
+    maps each dataset's YAML path to its `maxNewTokens`. A request needs at least one prompt
+    token, so `maxNewTokens` must stay below `context_length`."""
+    limit = info.context_length
+    if limit is None:
+        return None
+    too_long = {path: n for path, n in completions.items() if n >= limit}
+    if not too_long:
+        return None
+    listed = ", ".join(f"{path}.maxNewTokens {n}" for path, n in too_long.items())
+    return (
+        f"the server's context length is {limit} tokens (prompt plus completion) and {listed} "
+        f"leaves no room for a prompt: SGLang would refuse every request; lower maxNewTokens "
+        f"below {limit} (spec.sampling or the dataset's sampling), or serve a longer context "
+        "(spec.server.contextLength)"
     )

@@ -76,6 +76,28 @@ def measured(
     return MemoryProfile(free_before_load_gib, free_after_load_gib, source, detail, cuda_graph_gib)
 
 
+def resharded(profile: MemoryProfile, measured_tp: int, tp: int) -> MemoryProfile:
+    """`profile`, measured at `measured_tp` ranks, re-derived for `tp`: what loading took per rank
+    is the weights' shard, so it scales by `measured_tp / tp` (replicated layers make this an
+    estimate; measure a start at `tp` for the exact figure)."""
+    if measured_tp == tp:
+        return profile
+    per_rank = profile.weights_gib * measured_tp / tp
+    after = profile.free_before_load_gib - per_rank
+    detail = (
+        f"{profile.detail}; re-derived from tp {measured_tp} for tp {tp}: "
+        f"{profile.weights_gib:.2f} GiB loaded per rank × {measured_tp}/{tp} = {per_rank:.2f} GiB, "
+        f"{after:.2f} GiB free after loading (measure a start at tp {tp} for the exact figure)"
+    )
+    if after <= 0:
+        raise MemoryInputError(
+            f"the weights do not fit at tensorParallelSize {tp}: {detail}; use more ranks"
+        )
+    return MemoryProfile(
+        profile.free_before_load_gib, after, "estimated", detail, profile.cuda_graph_gib
+    )
+
+
 def estimated(
     gpu_memory_gib: float,
     weights_bytes: int,

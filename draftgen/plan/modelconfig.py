@@ -131,6 +131,9 @@ def parse_model_config(data: Any, source: str = CONFIG_NAME) -> ModelConfig:
             dtype=dtype,
             kv_lora_rank=_int(cfg, "kv_lora_rank", source),
             qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", source),
+            num_heads=_int(cfg, "num_attention_heads", source)
+            if cfg.get("num_attention_heads")
+            else None,
         )
     heads = _int(cfg, "num_attention_heads", source)
     kv_heads = cfg.get("num_key_value_heads") or heads

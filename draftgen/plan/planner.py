@@ -98,6 +98,19 @@ class Plan:
     """Inputs that would complete the plan, each with the field or flag that gives it."""
 
 
+def check_tensor_parallel(model: ModelConfig, tp: int) -> None:
+    """SGLang shards attention heads over the ranks: a `tp` that does not divide them cannot
+    start. Raises `ModelConfigError` naming the field and the sizes that work."""
+    heads = model.num_heads
+    if heads is None or heads % tp == 0:
+        return
+    divisors = [d for d in range(1, min(heads, 64) + 1) if heads % d == 0]
+    raise ModelConfigError(
+        f"spec.server.tensorParallelSize: {tp} does not divide the model's {heads} attention "
+        f"heads ({model.source}): SGLang cannot shard it; use one of {divisors}"
+    )
+
+
 def _extra_arg(args: list[str], flag: SGLangFlag) -> int | None:
     value = value_in(args, flag)
     try:
@@ -130,8 +143,9 @@ def _memory(
 ) -> MemoryProfile | None:
     planning = job.spec.planning
     tp = job.spec.server.tensor_parallel_size
-    if inputs.start_log is not None:
-        return inputs.start_log.profile()
+    log = inputs.start_log
+    if log is not None:
+        return kvcache.resharded(log.profile(), log.tp_size or tp, tp)
     if inputs.free_before_load_gib is not None or inputs.free_after_load_gib is not None:
         if inputs.free_before_load_gib is None or inputs.free_after_load_gib is None:
             raise MemoryInputError("give both --free-before-load-gib and --free-after-load-gib")
@@ -142,7 +156,7 @@ def _memory(
         )
     if planning.measured is not None:
         m = planning.measured
-        return kvcache.measured(
+        profile = kvcache.measured(
             m.free_before_load_gib,
             m.free_after_load_gib,
             m.cuda_graph_gib,
@@ -150,6 +164,7 @@ def _memory(
             f"free before loading, {m.free_after_load_gib:.2f} GiB after "
             "(spec.planning.measured)",
         )
+        return kvcache.resharded(profile, m.tensor_parallel_size or tp, tp)
     gpu = inputs.gpu_memory_gib or planning.gpu_memory_gib
     weights = (model.weights_bytes if model else None) or (
         int(planning.weights_gb * 1e9) if planning.weights_gb else None
@@ -206,6 +221,8 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
 
     # 1. KV capacity
     plan.model = _model(job, inputs, plan)
+    if plan.model is not None:
+        check_tensor_parallel(plan.model, tp)
     plan.memory = _memory(job, inputs, plan.model, plan)
     max_total_tokens = _extra_arg(server.extra_args, SGLangFlag.MAX_TOTAL_TOKENS)
     page_size = _extra_arg(server.extra_args, SGLangFlag.PAGE_SIZE) or 1
@@ -230,7 +247,8 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
     if log is not None and log.tp_size is not None and log.tp_size != tp:
         plan.warnings.append(
             f"the log is of a start with tp_size {log.tp_size}, the job has tensorParallelSize "
-            f"{tp}: free memory per rank differs with the sharding; measure a start like the job's"
+            f"{tp}: free memory per rank was re-derived for tp {tp} (an estimate); measure a "
+            "start like the job's"
         )
     plan.capacity_tokens = inputs.observed_kv_capacity_tokens or (
         plan.capacity.tokens if plan.capacity else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictInt, field_validator, model_validator
 
 from .base import SpecModel
 from .planning import ExpectedLengths
@@ -20,13 +20,13 @@ class Budget(SpecModel):
     """When a dataset is done. Any combination; the first limit reached ends the dataset.
     Tokens produced by earlier runs of the same job count."""
 
-    completion_tokens: int | None = Field(default=None, ge=1)
+    completion_tokens: StrictInt | None = Field(default=None, ge=1)
     """Generated tokens at most, summed over the dataset's samples."""
 
-    total_tokens: int | None = Field(default=None, ge=1)
+    total_tokens: StrictInt | None = Field(default=None, ge=1)
     """Prompt plus generated tokens at most, summed over the dataset's samples."""
 
-    max_samples: int | None = Field(default=None, ge=1)
+    max_samples: StrictInt | None = Field(default=None, ge=1)
     """Samples at most (a sample is one generated assistant turn)."""
 
     @property
@@ -44,7 +44,7 @@ class Selection(SpecModel):
     mode: Literal["sequential", "shuffle"] = "sequential"
     """`sequential` takes rows in file order; `shuffle` a seeded random order, the same every run."""
 
-    seed: int = 0
+    seed: StrictInt = 0
     """Seed of the shuffle."""
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 
 from .base import SpecModel
 from .datasets import DatasetSpec
@@ -55,13 +55,13 @@ class GenerationJobSpec(SpecModel):
     """Inputs of the capacity planner (`draftgen plan`): GPU memory, one measured start, mean
     lengths, decode speed. Changes nothing at run time."""
 
-    suspend: bool = False
+    suspend: StrictBool = False
     """Stop the generator and scale the server to zero, keeping all output; false resumes."""
 
-    shutdown_server_after_completion: bool = True
+    shutdown_server_after_completion: StrictBool = True
     """Delete the server once every dataset is done, so the GPUs are given back."""
 
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    ttl_seconds_after_finished: StrictInt | None = Field(default=None, ge=0)
     """Delete the whole GenerationJob this long after it succeeded or failed."""
 
     @model_validator(mode="after")
@@ -76,6 +76,31 @@ class GenerationJobSpec(SpecModel):
             seen.add(ds.name)
         return self
 
+    @model_validator(mode="after")
+    def _completions_fit_the_context(self) -> GenerationJobSpec:
+        context = self.server.context_length
+        if context is None:
+            return self
+        for i, ds in enumerate(self.datasets):
+            limit = self.sampling_for(ds).max_new_tokens
+            if limit >= context:
+                own = ds.sampling is not None and ds.sampling.max_new_tokens is not None
+                where = f"datasets[{i}]({ds.name}).sampling" if own else "sampling"
+                raise ValueError(
+                    f"{where}.maxNewTokens: {limit} leaves no room for a prompt within "
+                    f"server.contextLength {context} (SGLang refuses a request whose prompt plus "
+                    f"maxNewTokens exceeds it); lower maxNewTokens below {context} or raise "
+                    "server.contextLength"
+                )
+        return self
+
+    def completion_limits(self) -> dict[str, int]:
+        """Each dataset's `maxNewTokens`, keyed by where the YAML sets it for that dataset."""
+        return {
+            f"spec.datasets[{i}]({ds.name}).sampling": self.sampling_for(ds).max_new_tokens
+            for i, ds in enumerate(self.datasets)
+        }
+
     def sampling_for(self, dataset: DatasetSpec) -> SamplingSpec:
         """The sampling parameters one dataset uses."""
         return dataset.sampling.apply(self.sampling) if dataset.sampling else self.sampling
@@ -88,15 +113,7 @@ class GenerationJobSpec(SpecModel):
 
     def warnings(self) -> list[str]:
         """Legal but risky settings."""
-        out = self.server.warnings()
-        for ds in self.datasets:
-            limit = self.sampling_for(ds).max_new_tokens
-            if self.server.context_length and limit >= self.server.context_length:
-                out.append(
-                    f"datasets[{ds.name}].sampling.maxNewTokens: {limit} is not below "
-                    f"server.contextLength {self.server.context_length}; prompts leave less room"
-                )
-        return out
+        return self.server.warnings()
 
 
 class ObjectMeta(SpecModel):

@@ -9,6 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from .job import GenerationJob
+from .yaml_strict import StrictYAMLError, load_all
 
 
 class SpecError(ValueError):
@@ -52,6 +53,8 @@ _FIXES = {
     "int_type": "write a whole number",
     "float_parsing": "write a number",
     "bool_parsing": "write true or false",
+    "bool_type": "write true or false",
+    "float_type": "write a number",
     "string_type": "write a string",
     "list_type": "write a list",
     "dict_type": "write a mapping",
@@ -106,8 +109,18 @@ def load_job(path: str | Path) -> GenerationJob:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise SpecError([f"cannot read the job file: {err.strerror}"], str(path)) from None
+    except UnicodeDecodeError as err:
+        raise SpecError(
+            [
+                f"not UTF-8 (byte {err.start}: {err.object[err.start : err.start + 1]!r}); save the "
+                "job file as UTF-8"
+            ],
+            str(path),
+        ) from None
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in load_all(text) if d is not None]
+    except StrictYAMLError as err:
+        raise SpecError([str(err)], str(path)) from None
     except yaml.YAMLError as err:
         raise SpecError([f"not valid YAML: {err}"], str(path)) from None
     jobs = [d for d in docs if isinstance(d, dict) and d.get("kind") == "GenerationJob"]

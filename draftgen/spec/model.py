@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, field_validator
 
 from draftgen.contract.model_location import HubModel, parse
 
@@ -43,7 +43,7 @@ class ModelSpec(SpecModel):
     volume: VolumeSource | None = None
     """Claim holding the weights (and tokenizer), mounted read-only in server and generator."""
 
-    trust_remote_code: bool = False
+    trust_remote_code: StrictBool = False
     """Allow the tokenizer's and model's own Python code to run (Kimi-K2.5 needs it)."""
 
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)

@@ -6,7 +6,7 @@ Every field is optional: the planner reports what it can compute and names what 
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictFloat, StrictInt, model_validator
 
 from .base import SpecModel
 
@@ -14,10 +14,10 @@ from .base import SpecModel
 class ExpectedLengths(SpecModel):
     """Mean request lengths of one dataset, in tokens of the target model's tokenizer."""
 
-    prompt_tokens: int | None = Field(default=None, ge=1)
+    prompt_tokens: StrictInt | None = Field(default=None, ge=1)
     """Mean rendered prompt length (chat template included) per sample."""
 
-    completion_tokens: int | None = Field(default=None, ge=1)
+    completion_tokens: StrictInt | None = Field(default=None, ge=1)
     """Mean completion length per sample (reasoning included), e.g. 3793 for a coding set."""
 
 
@@ -27,13 +27,17 @@ class MeasuredStart(SpecModel):
     From these two figures the planner predicts `max_total_num_tokens` at any
     `memFractionStatic` or `kvCacheDtype` without another restart."""
 
-    free_before_load_gib: float = Field(gt=0.0)
+    free_before_load_gib: StrictFloat = Field(gt=0.0)
     """`Load weight begin. avail mem=X GB`: free memory before the weights were loaded."""
 
-    free_after_load_gib: float = Field(gt=0.0)
+    free_after_load_gib: StrictFloat = Field(gt=0.0)
     """`Load weight end. ... avail mem=Y GB`: free memory after the weights were loaded."""
 
-    cuda_graph_gib: float | None = Field(default=None, ge=0.0)
+    tensor_parallel_size: StrictInt | None = Field(default=None, ge=1, le=64)
+    """The tensor-parallel size of the measured start (`tp_size`), if not the job's: the planner
+    re-derives the per-rank figures for the job's `tensorParallelSize`."""
+
+    cuda_graph_gib: StrictFloat | None = Field(default=None, ge=0.0)
     """GPU memory that startup took after the KV pool (CUDA graph capture and the like), when
     known: free memory right after the KV pool minus free memory once the server was ready."""
 
@@ -51,37 +55,37 @@ class MeasuredStart(SpecModel):
 class PlanningSpec(SpecModel):
     """Inputs of `draftgen plan` and of the plan figures in status. Changes nothing at run time."""
 
-    gpu_memory_gib: float | None = Field(default=None, gt=0.0)
+    gpu_memory_gib: StrictFloat | None = Field(default=None, gt=0.0)
     """Memory of one GPU in GiB (`nvidia-smi` total MiB / 1024; 95.6 for a 96 GB RTX PRO 6000
     Blackwell). Used to estimate free memory when no start was measured."""
 
-    cuda_context_gib: float = Field(default=1.5, ge=0.0)
+    cuda_context_gib: StrictFloat = Field(default=1.5, ge=0.0)
     """GPU memory a rank uses before loading weights (CUDA context, NCCL buffers)."""
 
-    weights_gb: float | None = Field(default=None, gt=0.0)
+    weights_gb: StrictFloat | None = Field(default=None, gt=0.0)
     """Total weights size in GB (10^9 bytes) when the safetensors index cannot be read."""
 
-    load_overhead_gib: float = Field(default=3.0, ge=0.0)
+    load_overhead_gib: StrictFloat = Field(default=3.0, ge=0.0)
     """GPU memory per rank that loading takes beyond weights / tensorParallelSize (replicated
     layers, buffers)."""
 
     measured: MeasuredStart | None = None
     """Free memory observed at one real start; preferred over the estimate."""
 
-    cuda_graph_gib: float | None = Field(default=None, ge=0.0)
+    cuda_graph_gib: StrictFloat | None = Field(default=None, ge=0.0)
     """GPU memory per rank taken after the KV pool (CUDA graphs); when unset, `measured`'s figure
     or 6% of the free memory before loading (5.76 GiB of 94.04 in the Kimi-K2.5 deployment)."""
 
-    min_headroom_gib: float = Field(default=2.0, ge=0.0)
+    min_headroom_gib: StrictFloat = Field(default=2.0, ge=0.0)
     """Free GPU memory per rank, once the server is ready, below which the plan warns: prefill
     activations of a burst must fit there (0.82 GB crashed in prefill)."""
 
-    decode_tokens_per_second: float | None = Field(default=None, gt=0.0)
+    decode_tokens_per_second: StrictFloat | None = Field(default=None, gt=0.0)
     """Decode speed of one request while the server is full, in tokens/s (about 17 for
     Kimi-K2.5 on 8 × RTX PRO 6000); the throughput ceiling is this times the decodes that fit."""
 
-    mean_prompt_tokens: int | None = Field(default=None, ge=1)
+    mean_prompt_tokens: StrictInt | None = Field(default=None, ge=1)
     """Mean prompt length for datasets without `expected.promptTokens`."""
 
-    mean_completion_tokens: int | None = Field(default=None, ge=1)
+    mean_completion_tokens: StrictInt | None = Field(default=None, ge=1)
     """Mean completion length for datasets without `expected.completionTokens`."""

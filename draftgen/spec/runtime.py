@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictFloat, StrictInt, field_validator, model_validator
 
 from .base import SpecModel
 
@@ -16,10 +16,10 @@ class Concurrency(SpecModel):
     """`auto` follows the server's KV capacity and live load (a short queue, never an idle
     server); `fixed` keeps exactly `maxRequests` in flight."""
 
-    max_requests: int | None = Field(default=None, ge=1, le=100_000)
+    max_requests: StrictInt | None = Field(default=None, ge=1, le=100_000)
     """Requests in flight at most (per server replica). Required for `fixed`."""
 
-    max_tokens_factor: float = Field(default=1.5, gt=0.0, le=10.0)
+    max_tokens_factor: StrictFloat = Field(default=1.5, gt=0.0, le=10.0)
     """In `auto` mode, predicted tokens in flight at most, as a multiple of the server's KV
     capacity (`max_total_num_tokens`); above 1 keeps a short queue."""
 
@@ -42,26 +42,26 @@ class GeneratorSpec(SpecModel):
     concurrency: Concurrency = Field(default_factory=Concurrency)
     """Requests in flight."""
 
-    request_timeout_seconds: float = Field(default=3600.0, gt=0.0)
+    request_timeout_seconds: StrictFloat = Field(default=3600.0, gt=0.0)
     """Longest wait for one generation (long reasoning completions take many minutes)."""
 
-    retries: int = Field(default=5, ge=0, le=100)
+    retries: StrictInt = Field(default=5, ge=0, le=100)
     """Attempts after the first before a request is rejected with its reason."""
 
     on_budget_met: Literal["finish", "abort"] = "finish"
     """Requests still in flight when a budget is met: `finish` keeps them (a small overshoot),
     `abort` cancels them through `/abort_request` (nothing partial is written)."""
 
-    metrics_port: int = Field(default=9400, ge=1, le=65535)
+    metrics_port: StrictInt = Field(default=9400, ge=1, le=65535)
     """Port of the generator's Prometheus metrics."""
 
-    tokenizer_workers: int = Field(default=2, ge=1, le=256)
+    tokenizer_workers: StrictInt = Field(default=2, ge=1, le=256)
     """Processes that render and tokenize prompts."""
 
     resources: dict[str, Any] = Field(default_factory=dict)
     """Kubernetes resource requirements for the generator container."""
 
-    backoff_limit: int = Field(default=6, ge=0, le=1000)
+    backoff_limit: StrictInt = Field(default=6, ge=0, le=1000)
     """Restarts of the generator Job before the GenerationJob fails (each resumes exactly)."""
 
 
@@ -87,7 +87,7 @@ class OutputSpec(SpecModel):
     path: str = Field(default=".", min_length=1)
     """Directory below `mountPath` (or below the working directory when run locally)."""
 
-    shard_max_records: int = Field(default=10_000, ge=1, le=10_000_000)
+    shard_max_records: StrictInt = Field(default=10_000, ge=1, le=10_000_000)
     """Records per JSONL shard before a new shard starts."""
 
     @field_validator("path")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
-from draftgen.contract.sglang_flags import owner_of
+from draftgen.contract.sglang_flags import refusal
 
 from .base import SpecModel
 from .hostmem import check_host_memory
@@ -20,13 +20,26 @@ MEM_FRACTION_WARN_ABOVE = 0.90
 _QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$"
 
 
+def _allowed_extra_arg(arg: str) -> str:
+    """Refuse an argument SGLang's argparse would take for a flag the spec owns: an alias, an
+    abbreviation (SGLang accepts any unambiguous prefix) or `--flag=value` all count. Checked per
+    element, so the error names `spec.server.extraArgs[i]`."""
+    problem = refusal(arg)
+    if problem is not None:
+        raise ValueError(problem)
+    return arg
+
+
+ExtraArg = Annotated[str, AfterValidator(_allowed_extra_arg)]
+
+
 class HierarchicalCache(SpecModel):
     """SGLang's host-memory KV cache. It helps prefix reuse only; it adds no decode slots."""
 
-    enabled: bool = False
+    enabled: StrictBool = False
     """Pass `--enable-hierarchical-cache`."""
 
-    size_gb_per_rank: int | None = Field(default=None, ge=1)
+    size_gb_per_rank: StrictInt | None = Field(default=None, ge=1)
     """Host memory in GB **per tensor-parallel rank** (`--hicache-size`); the node must hold this
     times `tensorParallelSize`."""
 
@@ -37,39 +50,42 @@ class ServerSpec(SpecModel):
     image: str = "lmsysorg/sglang:v0.5.23"
     """SGLang container image."""
 
-    tensor_parallel_size: int = Field(default=8, ge=1, le=64)
+    tensor_parallel_size: StrictInt = Field(default=8, ge=1, le=64)
     """GPUs one model copy is sharded over (`--tp-size`)."""
 
-    gpus_per_replica: int | None = Field(default=None, ge=1, le=64)
+    gpus_per_replica: StrictInt | None = Field(default=None, ge=1, le=64)
     """GPUs requested per server pod (`nvidia.com/gpu`); defaults to `tensorParallelSize`."""
 
-    replicas: int = Field(default=1, ge=0, le=64)
-    """Independent data-parallel copies of the server; the generator balances over them."""
+    replicas: StrictInt = Field(default=1, ge=1, le=64)
+    """Independent data-parallel copies of the server; the generator balances over them (at
+    least 1: with none, every request would wait for a server that never comes; use `suspend`
+    to pause a job)."""
 
-    mem_fraction_static: float = Field(default=0.85, gt=0.0, lt=1.0)
+    mem_fraction_static: StrictFloat = Field(default=0.85, gt=0.0, lt=1.0)
     """Fraction of GPU memory for weights and KV pool (`--mem-fraction-static`). Above 0.90 the
     remainder may not hold prefill activations: a burst can crash the server out of memory."""
 
     kv_cache_dtype: KVCacheDtype = "auto"
     """KV cache element type (`--kv-cache-dtype`). fp8 roughly doubles capacity but is lossy."""
 
-    allow_lossy_kv_cache: bool = False
+    allow_lossy_kv_cache: StrictBool = False
     """Must be true for an fp8 `kvCacheDtype`: lossy KV visibly degraded an INT4 MLA model."""
 
     hierarchical_cache: HierarchicalCache = Field(default_factory=HierarchicalCache)
     """Host-memory KV cache settings."""
 
-    max_running_requests: int | None = Field(default=None, ge=1)
+    max_running_requests: StrictInt | None = Field(default=None, ge=1)
     """Upper bound on concurrently decoding requests (`--max-running-requests`)."""
 
-    chunked_prefill_size: int | None = Field(default=None, ge=1)
+    chunked_prefill_size: StrictInt | None = Field(default=None, ge=1)
     """Prefill chunk in tokens (`--chunked-prefill-size`)."""
 
-    context_length: int | None = Field(default=None, ge=1)
+    context_length: StrictInt | None = Field(default=None, ge=1)
     """Longest prompt plus completion in tokens (`--context-length`)."""
 
-    extra_args: list[str] = Field(default_factory=list)
-    """Further `sglang.launch_server` arguments, passed through verbatim."""
+    extra_args: list[ExtraArg] = Field(default_factory=list)
+    """Further `sglang.launch_server` arguments, passed through verbatim. A flag a field of the
+    spec sets (in any spelling SGLang accepts: alias, prefix, `--flag=value`) is refused."""
 
     resources: dict[str, Any] = Field(default_factory=dict)
     """Kubernetes resource requirements for the server container (GPU limits are added)."""
@@ -83,16 +99,16 @@ class ServerSpec(SpecModel):
     shm_size: str = Field(default="64Gi", pattern=_QUANTITY)
     """Size of `/dev/shm` (a memory-backed emptyDir) for NCCL between ranks."""
 
-    host_memory_gb: int | None = Field(default=None, ge=1)
+    host_memory_gb: StrictInt | None = Field(default=None, ge=1)
     """The node's host memory in GB; required to check a hierarchical cache against."""
 
-    model_load_host_memory_gb: int = Field(default=40, ge=0)
+    model_load_host_memory_gb: StrictInt = Field(default=40, ge=0)
     """Host memory in GB that loading the model takes (about 40 for Kimi-K2.5)."""
 
-    host_memory_margin_gb: int = Field(default=16, ge=0)
+    host_memory_margin_gb: StrictInt = Field(default=16, ge=0)
     """Host memory in GB kept free for the OS, the kubelet and page cache."""
 
-    port: int = Field(default=30000, ge=1, le=65535)
+    port: StrictInt = Field(default=30000, ge=1, le=65535)
     """HTTP port of the server (`/generate`, `/metrics`)."""
 
     @property
@@ -152,13 +168,6 @@ class ServerSpec(SpecModel):
                 "hierarchicalCache.sizeGBPerRank: set but hierarchicalCache.enabled is false; "
                 "enable it or remove the size"
             )
-        for arg in self.extra_args:
-            owner = owner_of(arg)
-            if owner is not None:
-                raise ValueError(
-                    f"extraArgs: {arg.split('=', 1)[0]} is set from its own field ({owner}); "
-                    "use that field instead"
-                )
         return self
 
     def warnings(self) -> list[str]:
