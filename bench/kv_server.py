@@ -45,6 +45,8 @@ class SimRequest:
     """Completion tokens it will produce (drawn by the harness)."""
     max_new: int
     generated: int = 0
+    ignore_eos: bool = False
+    """Fixed length: SGLang reserves all of its remaining tokens (ratio 1), not an estimate."""
     retractions: int = 0
     done: asyncio.Future | None = None
     started: float = 0.0
@@ -92,7 +94,10 @@ class KVScheduler:
     # ---- one scheduler iteration -----------------------------------------------------------
 
     def _reserved(self) -> float:
-        return sum(min(r.max_new - r.generated, CLIP_MAX_NEW) for r in self.running) * self.ratio
+        return sum(
+            min(r.max_new - r.generated, CLIP_MAX_NEW) * (1.0 if r.ignore_eos else self.ratio)
+            for r in self.running
+        )
 
     def admit(self) -> int:
         """Prefill from the head of the queue while the pool has room; prompt tokens prefilled."""
@@ -289,6 +294,7 @@ class KVServer(httpx.AsyncBaseTransport):
         max_new = body["sampling_params"]["max_new_tokens"]
         length = max(1, min(max_new, self.length_of(body)))
         req = SimRequest(rid, prompt, length, max_new, done=loop.create_future())
+        req.ignore_eos = bool(body["sampling_params"].get("ignore_eos"))
         req.started = loop.time()
         self.sched.queue.append(req)
         self.sched.requests_total += 1
