@@ -9,8 +9,13 @@ requests in flight (the seed ran 150). Scenarios: all-short prompts, all 4,000-t
 prompts, and the seed's mix of eight datasets with different lengths run interleaved. Every
 client sees the same samples (lengths drawn per sample id).
 
-    .cache/venv/bin/python bench/saturation.py [--budget 10000000] [--scenarios short,coding,mix]
-        [--clients auto,16,32,64,150] [--pool 159277]
+    .cache/venv/bin/python bench/saturation.py [--budget 1000000] [--mix-budget 250000]
+        [--scenarios short,coding,mix] [--clients auto,16,32,64,150] [--pool 159277]
+
+The issue asks for overshoot at 10M-token budgets; a 10M-token run of every client takes about
+an hour of CPU here, so `make bench` runs 1M (overshoot shrinks as the budget grows: the
+requests in flight at its end are a smaller share of it). `--budget 10000000 --clients auto`
+measures draftgen alone at that size.
 """
 
 from __future__ import annotations
@@ -165,7 +170,10 @@ def steady(server: KVServer) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--budget", type=int, default=10_000_000, help="completion tokens each")
+    parser.add_argument("--budget", type=int, default=1_000_000, help="completion tokens each")
+    parser.add_argument(
+        "--mix-budget", type=int, default=0, help="each of the mix's 8 datasets (default: budget/4)"
+    )
     parser.add_argument("--scenarios", default="short,coding,mix")
     parser.add_argument("--clients", default="auto,16,32,64,150")
     parser.add_argument("--pool", type=int, default=SEED_POOL)
@@ -191,7 +199,8 @@ def main() -> None:
     work = BENCH_DIR / "saturation"
     shutil.rmtree(work, ignore_errors=True)
     for scenario in args.scenarios.split(","):
-        runs = {c: run_client(scenario, c, args.budget, args.pool, work) for c in clients}
+        budget = args.budget if scenario != "mix" else (args.mix_budget or args.budget // 4)
+        runs = {c: run_client(scenario, c, budget, args.pool, work) for c in clients}
         fixed = [r["tps"] for c, r in runs.items() if c != "auto"]
         best = max(fixed) if fixed else float("nan")
         for c, r in runs.items():
@@ -229,7 +238,7 @@ def main() -> None:
             )
             res.goals.append(
                 Goal(
-                    f"{scenario}: budget overshoot ≤ 1 % at {args.budget:,}-token budgets",
+                    f"{scenario}: budget overshoot ≤ 1 % ({budget:,}-token budgets)",
                     f"{a['over']:.3f} %",
                     a["over"] <= 1.0,
                 )

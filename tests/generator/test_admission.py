@@ -11,6 +11,7 @@ import numpy as np
 
 from draftgen.generator.admission import (
     MIN_OBSERVATIONS,
+    PEAK_SHARE,
     LengthModel,
     ServerView,
     budget_admits,
@@ -243,16 +244,16 @@ def test_predicted_peak_counts_growth_until_each_request_ends():
 
 def test_auto_mode_admits_while_the_predicted_peak_fits_the_pool():
     kw = dict(mode="auto", max_requests=None, tokens_factor=10.0)
+    kv = 143_000  # the predicted peak may reach PEAK_SHARE × kv = 154,440
+    assert PEAK_SHARE * kv == 154_440
     # 20 coding requests half-way: 4,000 prompt + 2,000 made, 1,800 to go each: peak
-    # 20 × 7,800 = 156,000 > 0.97 × 159,277 — not even a short one fits.
-    full = ServerView(
-        159_277, None, 20, 0, held=np.full(20, 6_000.0), remaining=np.full(20, 1_800.0)
-    )
+    # 20 × 7,800 = 156,000 > 154,440 — not even a short one fits.
+    full = ServerView(kv, None, 20, 0, held=np.full(20, 6_000.0), remaining=np.full(20, 1_800.0))
     assert not server_admits(full, 1_100, prompt=200, **kw)
     # 19 of them and a fresh one (4,000 held, 3,800 to go): 148,200 + 5,800 = 154,000 fits.
     held = np.append(np.full(19, 6_000.0), 4_000.0)
     rest = np.append(np.full(19, 1_800.0), 3_800.0)
-    view = ServerView(159_277, None, 20, 0, held=held[:19], remaining=rest[:19])
+    view = ServerView(kv, None, 20, 0, held=held[:19], remaining=rest[:19])
     assert server_admits(view, 7_800, prompt=4_000, **kw)
     view = replace(view, held=held, remaining=rest)
     # Another coding request would not (+5,800 before the 19 end), a short one ends first: fits.
