@@ -60,8 +60,9 @@ class SimRequest:
 class Readings:
     """Time-weighted sums for means over a window (the harness picks the window)."""
 
-    samples: list[tuple[float, float, int, int, int]] = field(default_factory=list)
-    """(time, token_usage, running, queue, completion tokens finished so far) once per step."""
+    samples: list[tuple[float, float, int, int, int, float]] = field(default_factory=list)
+    """(time, token_usage, running, queue, completion tokens finished so far, share of the pool
+    reserved for the running requests' remaining tokens) once per wake."""
 
 
 class KVScheduler:
@@ -240,7 +241,14 @@ class KVServer(httpx.AsyncBaseTransport):
                 if req.done is not None and not req.done.done():
                     req.done.set_result(None)
             self.readings.samples.append(
-                (loop.time(), s.used / s.pool, len(s.running), len(s.queue), s.completion_tokens)
+                (
+                    loop.time(),
+                    s.used / s.pool,
+                    len(s.running),
+                    len(s.queue),
+                    s.completion_tokens,
+                    s._reserved() / s.pool,
+                )
             )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
