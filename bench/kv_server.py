@@ -61,7 +61,7 @@ class Readings:
     """Time-weighted sums for means over a window (the harness picks the window)."""
 
     samples: list[tuple[float, float, int, int, int, float]] = field(default_factory=list)
-    """(time, token_usage, running, queue, completion tokens finished so far, share of the pool
+    """(time, token_usage, running, queue, tokens decoded so far, share of the pool
     reserved for the running requests' remaining tokens) once per wake."""
 
 
@@ -89,6 +89,8 @@ class KVScheduler:
         self.retracted_total = 0
         self.last_retracted = 0
         self.completion_tokens = 0
+        self.decoded = 0
+        """Tokens decoded so far, finished or not (a steady rate, unlike finished requests)."""
         self.prompt_tokens = 0
         self.requests_total = 0
 
@@ -145,6 +147,7 @@ class KVScheduler:
         the requests that finished."""
         finished = []
         keep = []
+        self.decoded += steps * len(self.running)
         for req in self.running:
             req.generated += steps
             if req.generated >= req.length:
@@ -246,7 +249,7 @@ class KVServer(httpx.AsyncBaseTransport):
                     s.used / s.pool,
                     len(s.running),
                     len(s.queue),
-                    s.completion_tokens,
+                    s.decoded,
                     s._reserved() / s.pool,
                 )
             )

@@ -275,8 +275,9 @@ def main() -> None:
         "running, 12.9 at 72: the seed's figures). Virtual time: hours of decode in seconds."
     )
     res.notes.append(
-        "completion tok/s, KV usage, running and queue: time-weighted over the steady state (from "
-        "10 % to 80 % of the tokens written); overshoot: the worst dataset's completion tokens "
+        "completion tok/s (tokens decoded per second, finished or not: a steady rate), KV usage, "
+        "running and queue: time-weighted over the steady state (from 10 % to 80 % of the "
+        "tokens decoded); overshoot: the worst dataset's completion tokens "
         "over its budget (`finish` policy); retractions: requests the server retracted in the "
         "whole run. ÷ best fixed: against the best of the fixed clients in the same scenario."
     )
