@@ -22,6 +22,7 @@ ORDER = [
     "pretokenize",
     "resume_cost",
     "operator_reconcile",
+    "saturation",
 ]
 SCRIPTS = {
     "vs_standard_client": "vs_standard_client.py",
@@ -30,8 +31,85 @@ SCRIPTS = {
     "pretokenize": "pretokenize_rate.py",
     "resume_cost": "resume_cost.py",
     "operator_reconcile": "operator_reconcile.py",
+    "saturation": "saturation.py",
 }
 VERDICT = {True: "met", False: "**not met**", None: "not measured"}
+
+
+def anchor(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def goal_rows(name: str, r: dict) -> list[str]:
+    return [
+        f"| [{r['title'].split(':')[0]}](#{anchor(name)}) | {g['goal']} | "
+        f"{g['measured']} | {VERDICT[g['met']]} |"
+        for g in r["goals"]
+    ]
+
+
+def section(name: str, r: dict) -> list[str]:
+    """One benchmark's section: command, time and load, its tables, goals and notes."""
+    mach = r["machine"]
+    out = [
+        "",
+        f'<a id="{anchor(name)}"></a>',
+        f"## {r['title']}",
+        "",
+        f"```\n{r['command']}\n```",
+        "",
+        f"{r['seconds']} s; load average {mach['loadavg']} at the start, "
+        f"{mach.get('loadavg_end')} at the end ({mach.get('date', '?')}, commit "
+        f"`{mach.get('commit', '?')}`).",
+        "",
+        markdown_table(r["columns"], r["rows"]),
+    ]
+    for t in r.get("extra_tables", []):
+        out += ["", f"**{t['title']}**", "", markdown_table(t["columns"], t["rows"])]
+    if r["goals"]:
+        out += ["", "Goals:", ""]
+        for g in r["goals"]:
+            line = f"- {g['goal']}: {g['measured']} — {VERDICT[g['met']]}"
+            if g.get("why"):
+                line += f". {g['why'][0].upper()}{g['why'][1:]}."
+            out.append(line)
+    if r["notes"]:
+        out += [""] + [f"- {n}" for n in r["notes"]]
+    out += ["", f"Source: [`bench/{SCRIPTS[name]}`](../bench/{SCRIPTS[name]})."]
+    return out
+
+
+def update(doc: Path, name: str, r: dict) -> None:
+    """Replace (or add) one benchmark's goal rows and section in an existing document, from a
+    run of that benchmark alone; the rest of the document stays as its last `make bench` left
+    it."""
+    lines = doc.read_text().splitlines()
+    link = f"](#{anchor(name)})"
+    rows = [i for i, line in enumerate(lines) if line.startswith("| [") and link in line]
+    table_end = max(i for i, line in enumerate(lines) if line.startswith("| ["))
+    at = rows[0] if rows else table_end + 1
+    lines = [line for i, line in enumerate(lines) if i not in rows]
+    lines[at:at] = goal_rows(name, r)
+    start = next((i for i, x in enumerate(lines) if x == f'<a id="{anchor(name)}"></a>'), None)
+    if start is None:
+        start = next((i for i, x in enumerate(lines) if x == "## Not run"), len(lines))
+        end = start
+    else:
+        end = next(
+            (
+                i
+                for i in range(start + 1, len(lines))
+                if lines[i].startswith(("<a id=", "## Not run"))
+            ),
+            len(lines),
+        )
+        start -= 1  # the blank line before the anchor
+    new = section(name, r)
+    if end < len(lines):
+        new.append("")
+    lines[start:end] = new
+    doc.write_text("\n".join(lines) + "\n")
+    print(f"updated {doc} with {name}")
 
 
 def main() -> None:
@@ -39,7 +117,16 @@ def main() -> None:
     parser.add_argument("--total-seconds", type=float, default=None)
     parser.add_argument("--failed", default="")
     parser.add_argument("--output", type=Path, default=REPO / "docs" / "benchmarks.md")
+    parser.add_argument(
+        "--update",
+        default=None,
+        metavar="NAME",
+        help="replace only this benchmark's rows and section in the existing document",
+    )
     args = parser.parse_args()
+    if args.update:
+        update(args.output, args.update, json.loads((RESULTS / f"{args.update}.json").read_text()))
+        return
     results = {}
     for name in ORDER:
         path = RESULTS / f"{name}.json"
@@ -71,42 +158,14 @@ def main() -> None:
         out.append(f"- Crashed (no results): {', '.join(failed)}")
     out += ["", "## Goals", "", "| benchmark | goal | measured | verdict |", "|---|---|---|---|"]
     for name, r in results.items():
-        for g in r["goals"]:
-            out.append(
-                f"| [{r['title'].split(':')[0]}](#{name.replace('_', '-')}) | {g['goal']} | "
-                f"{g['measured']} | {VERDICT[g['met']]} |"
-            )
+        out += goal_rows(name, r)
     out.append("")
     out.append(
         "Where a goal is not met, its section says why (each figure there was measured, "
         "not estimated)."
     )
     for name, r in results.items():
-        mach = r["machine"]
-        out += [
-            "",
-            f'<a id="{name.replace("_", "-")}"></a>',
-            f"## {r['title']}",
-            "",
-            f"```\n{r['command']}\n```",
-            "",
-            f"{r['seconds']} s; load average {mach['loadavg']} at the start, "
-            f"{mach.get('loadavg_end')} at the end.",
-            "",
-            markdown_table(r["columns"], r["rows"]),
-        ]
-        for t in r.get("extra_tables", []):
-            out += ["", f"**{t['title']}**", "", markdown_table(t["columns"], t["rows"])]
-        if r["goals"]:
-            out += ["", "Goals:", ""]
-            for g in r["goals"]:
-                line = f"- {g['goal']}: {g['measured']} — {VERDICT[g['met']]}"
-                if g.get("why"):
-                    line += f". {g['why'][0].upper()}{g['why'][1:]}."
-                out.append(line)
-        if r["notes"]:
-            out += [""] + [f"- {n}" for n in r["notes"]]
-        out += ["", f"Source: [`bench/{SCRIPTS[name]}`](../bench/{SCRIPTS[name]})."]
+        out += section(name, r)
     missing = [n for n in ORDER if n not in results]
     if missing:
         out += ["", "## Not run", "", "No results for: " + ", ".join(missing) + "."]

@@ -309,6 +309,12 @@ def run_bench_serving(url: str, dataset: Path, n: int, concurrency: int, out: Pa
     return result
 
 
+def _steady(run: tuple) -> tuple[float, float]:
+    """The middle 60 % of a run's time: not its ramp, not the end of its budgets."""
+    start, end = run[5], run[6]
+    return start + 0.2 * (end - start), end - 0.2 * (end - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -343,6 +349,8 @@ def main() -> None:
             "completion tok/s",
             "draftgen ÷ this",
             "saturated %",
+            "mean KV usage",
+            "mean queue",
             "boundary gap s",
             "≤ 2 in flight s",
         ],
@@ -492,6 +500,8 @@ def main() -> None:
                 rate,
                 dg_rate / rate,
                 round(100 * share, 1),
+                round(sampler.mean("token_usage", *_steady(r)), 3),
+                round(sampler.mean("num_queue_reqs", *_steady(r)), 1),
                 r[7],
                 round(r[8], 1),
             ]
@@ -504,6 +514,16 @@ def main() -> None:
             f"{ratio:.2f}×",
             ratio >= 1.0,
             "" if ratio >= 1.0 else _shortfall(runs, rates, ratio),
+        )
+    )
+    usage = [sampler.mean("token_usage", *_steady(r)) for r in runs[:2]]
+    queue = [sampler.mean("num_queue_reqs", *_steady(r)) for r in runs[:2]]
+    res.goals.append(
+        Goal(
+            "draftgen keeps the real server's KV pool full: mean KV usage ≥ 0.90, short queue",
+            f"KV usage {usage[0]:.2f} and {usage[1]:.2f}, queue {queue[0]:.1f} and "
+            f"{queue[1]:.1f} (its two runs, steady state)",
+            min(usage) >= 0.9,
         )
     )
     res.notes.append(
@@ -529,7 +549,9 @@ def main() -> None:
     )
     res.notes.append(
         "saturated % = share of /metrics samples (every 0.5 s) in which the server had a queue or "
-        "KV usage above 90 %. boundary gap = seconds between the last request of `chat` going out "
+        "KV usage above 90 %. mean KV usage / mean queue: `sglang:token_usage` and "
+        "`num_queue_reqs` averaged over the steady state, the middle 60 % of each run (not the "
+        "ramp, not the end of the budgets). boundary gap = seconds between the last request of `chat` going out "
         "and the first of `long` (0 when they overlap; bench_serving mixes both in one file)."
     )
     res.notes.append(

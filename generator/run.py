@@ -14,15 +14,23 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 from draftgen.spec import DatasetSpec, GenerationJob
 
-from .admission import budget_admits, pick_server, progress_speed, samples_admit
+from .admission import (
+    ServerView,
+    budget_admits,
+    expected_remaining,
+    pick_server,
+    progress_speed,
+    samples_admit,
+)
 from .attempts import attempt
 from .budget import Ledger
 from .client import Generation, sampling_params
@@ -182,6 +190,21 @@ class Runner:
             model=ds.model,
         )
 
+    def _views(self, now: float) -> list[ServerView]:
+        """Each server's view with the KV tokens our requests on it hold and will still add."""
+        held: dict[int, list[float]] = {id(s): [] for s in self.servers}
+        rest: dict[int, list[float]] = {id(s): [] for s in self.servers}
+        for ds in self.datasets:
+            made = np.asarray(self._progress(ds, now), dtype=float)
+            left = expected_remaining(ds.model.predict(), ds.sampling.max_new_tokens, made)
+            for f, m, r in zip(ds.flights.values(), made, left):
+                held[id(f.server)].append(len(f.sample.input_ids) + m)
+                rest[id(f.server)].append(r)
+        return [
+            replace(s.view(now), held=np.array(held[id(s)]), remaining=np.array(rest[id(s)]))
+            for s in self.servers
+        ]
+
     def _admit(self) -> None:
         """Start every request the budgets and the servers have room for, datasets taking turns
         (the one with the fewest requests in flight first) so none starves and none drains."""
@@ -202,11 +225,14 @@ class Runner:
                     continue
                 tokens = len(sample.input_ids) + ds.model.predict()
                 index = pick_server(
-                    [s.view(now) for s in self.servers],
+                    self._views(now)
+                    if conc.mode == "auto"
+                    else [s.view(now) for s in self.servers],
                     tokens,
                     mode=conc.mode,
                     max_requests=conc.max_requests,
                     tokens_factor=conc.max_tokens_factor,
+                    prompt=len(sample.input_ids),
                 )
                 if index is None:
                     return  # every server is full: wait for an answer

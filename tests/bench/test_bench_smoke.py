@@ -31,6 +31,7 @@ SMALL = {
     "pretokenize_rate": ["--prompts", "20", "--rounds", "1", "--max-workers", "1"],
     "resume_cost": ["--records", "2000"],
     "operator_reconcile": ["--jobs", "2", "--poll", "0.3"],
+    "saturation": ["--budget", "100000", "--scenarios", "short", "--clients", "auto,16"],
 }
 RESULT_NAME = {"pretokenize_rate": "pretokenize"}
 
@@ -81,6 +82,30 @@ def test_report_from_results(tmp_path: Path) -> None:
     text = out.read_text()
     assert "bench/budget_precision.py --budgets 5000" in text  # the exact command line
     assert "nproc" in text and "| budget |" in text
+
+
+def test_report_updates_one_section_and_keeps_the_others(tmp_path: Path) -> None:
+    run_bench("budget_precision", SMALL["budget_precision"], tmp_path)
+    env = {**os.environ, "DRAFTGEN_BENCH_RESULTS": str(tmp_path / "results")}
+    out = tmp_path / "benchmarks.md"
+    out.write_text((REPO / "docs" / "benchmarks.md").read_text())
+    before = out.read_text()
+    for _ in range(2):  # idempotent: the second update replaces the first
+        subprocess.run(
+            [sys.executable, str(REPO / "bench" / "report.py"), "--update", "budget_precision"]
+            + ["--output", str(out)],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=60,
+            cwd=REPO,
+        )
+    text = out.read_text()
+    assert text.count('<a id="budget-precision"></a>') == 1
+    assert "bench/budget_precision.py --budgets 5000" in text
+    assert text.count("](#budget-precision)") == 1  # its one goal row, replaced
+    other = before.index('<a id="client-cost"></a>')
+    assert before[other:] in text  # the sections after it untouched
 
 
 @pytest.mark.sglang

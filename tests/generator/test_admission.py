@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
+
+import numpy as np
 
 from draftgen.generator.admission import (
     MIN_OBSERVATIONS,
+    PEAK_SHARE,
     LengthModel,
     ServerView,
     budget_admits,
     pick_server,
+    predicted_peak,
     samples_admit,
     server_admits,
 )
@@ -187,11 +192,18 @@ def test_auto_mode_keeps_a_short_queue():
     kw = dict(mode="auto", max_requests=None, tokens_factor=1.5)
     busy = ServerView(100_000, None, 50, 1000, queue=6, running=40, token_usage=0.95)
     assert not server_admits(busy, 100, **kw)
-    short = ServerView(100_000, None, 50, 1000, queue=1, running=40, token_usage=0.95)
+    short = ServerView(100_000, None, 41, 1000, queue=1, running=40, token_usage=0.95)
     assert server_admits(short, 100, **kw)
-    # A queue with an almost empty KV pool drains quickly: keep feeding.
-    prefill = ServerView(100_000, None, 50, 1000, queue=6, running=5, token_usage=0.2)
-    assert server_admits(prefill, 100, **kw)
+    # Requests sent since the last reading wait too: 50 in flight, 40 running, 1 queued then.
+    sent_since = ServerView(100_000, None, 50, 1000, queue=1, running=40, token_usage=0.95)
+    assert not server_admits(sent_since, 100, **kw)
+    # A queue with room in the pool is SGLang holding back for its reservations: it would
+    # only wait. A server that had no queue admits at once: the ramp doubles per reading.
+    held_back = ServerView(100_000, None, 11, 1000, queue=6, running=5, token_usage=0.2)
+    assert not server_admits(held_back, 100, **kw)
+    ramp = ServerView(100_000, None, 9, 1000, queue=0, running=5, token_usage=0.2)
+    assert server_admits(ramp, 100, **kw)
+    assert not server_admits(replace(ramp, in_flight=10), 100, **kw)
     assert not server_admits(ServerView(100_000, None, 1, 0, healthy=False), 1, **kw)
 
 
@@ -219,3 +231,31 @@ def test_long_requests_still_running_are_not_forgotten():
     assert not budget_admits(
         budget=2700, done=160, in_flight=long_running, in_flight_known=0, new_known=0, model=early
     )
+
+
+def test_predicted_peak_counts_growth_until_each_request_ends():
+    # Two requests of 100 held: one ends in 10 steps, the other in 50 — the peak is just before
+    # the first ends (2 × 110 = 220), not their final sizes summed (110 + 150).
+    assert predicted_peak(np.array([100.0, 100.0]), np.array([10.0, 50.0])) == 220
+    # A long one outgrows both: 100 + 50 = 150 alone at the end, 220 before; a big prompt
+    # that ends soon is counted as what it holds now.
+    assert predicted_peak(np.array([1000.0, 10.0]), np.array([1.0, 500.0])) == 1012
+
+
+def test_auto_mode_admits_while_the_predicted_peak_fits_the_pool():
+    kw = dict(mode="auto", max_requests=None, tokens_factor=10.0)
+    kv = 143_000  # the predicted peak may reach PEAK_SHARE × kv = 154,440
+    assert PEAK_SHARE * kv == 154_440
+    # 20 coding requests half-way: 4,000 prompt + 2,000 made, 1,800 to go each: peak
+    # 20 × 7,800 = 156,000 > 154,440 — not even a short one fits.
+    full = ServerView(kv, None, 20, 0, held=np.full(20, 6_000.0), remaining=np.full(20, 1_800.0))
+    assert not server_admits(full, 1_100, prompt=200, **kw)
+    # 19 of them and a fresh one (4,000 held, 3,800 to go): 148,200 + 5,800 = 154,000 fits.
+    held = np.append(np.full(19, 6_000.0), 4_000.0)
+    rest = np.append(np.full(19, 1_800.0), 3_800.0)
+    view = ServerView(kv, None, 20, 0, held=held[:19], remaining=rest[:19])
+    assert server_admits(view, 7_800, prompt=4_000, **kw)
+    view = replace(view, held=held, remaining=rest)
+    # Another coding request would not (+5,800 before the 19 end), a short one ends first: fits.
+    assert not server_admits(view, 7_800, prompt=4_000, **kw)
+    assert server_admits(view, 1_100, prompt=200, **kw)
