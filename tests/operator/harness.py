@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from draftgen.testing.sglang import free_port  # noqa: F401 - the tests import it from here
+from draftgen.testing.sglang import free_port
 
 from .emulator import EmulatorThread
 
@@ -198,6 +198,30 @@ class Cluster:
             },
             subresource="status",
         )
+
+
+def plain_webhook(monkeypatch, port: int | None = None, **settings: Any) -> int:
+    """Turn the operator's admission webhook on for the next `running_operator()`: plain HTTP on
+    127.0.0.1 (no certificates in tests) at a free port, with any other settings given; returns
+    the port."""
+    import dataclasses
+
+    from draftgen.controller.handlers import state
+
+    port = free_port() if port is None else port
+    monkeypatch.setattr(
+        state,
+        "SETTINGS",
+        dataclasses.replace(
+            state.SETTINGS,
+            webhook=True,
+            webhook_port=port,
+            webhook_host="127.0.0.1",
+            webhook_insecure=True,
+            **settings,
+        ),
+    )
+    return port
 
 
 def example_job(namespace: str, name: str = "kimi", **spec_changes: Any) -> dict:

@@ -3,13 +3,11 @@ default): read from the kernel's socket table, not from what the code asked for.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from draftgen.controller import metrics
-from draftgen.controller.handlers import state
 
-from .harness import Cluster, free_port, running_operator, wait_for
+from .harness import Cluster, free_port, plain_webhook, running_operator, wait_for
 
 
 def listening(port: int) -> set[str]:
@@ -43,17 +41,6 @@ def test_metrics_listen_on_the_configured_address(monkeypatch) -> None:
 
 
 def test_webhook_listens_on_the_configured_address(cluster: Cluster, monkeypatch) -> None:
-    port = free_port()
-    monkeypatch.setattr(
-        state,
-        "SETTINGS",
-        dataclasses.replace(
-            state.SETTINGS,
-            webhook=True,
-            webhook_port=port,
-            webhook_host="127.0.0.1",
-            webhook_insecure=True,
-        ),
-    )  # webhook_address left at its default
+    port = plain_webhook(monkeypatch)  # webhook_address left at its default
     with running_operator():
         assert wait_for(lambda: listening(port), "the webhook server") == {LOOPBACK}

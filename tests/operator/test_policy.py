@@ -244,24 +244,13 @@ def test_the_webhook_refuses_by_policy_through_kopf(cluster: Cluster, monkeypatc
     secret label."""
     import httpx
 
-    from draftgen.controller.handlers import state
-
-    from .harness import free_port, running_operator
+    from .harness import plain_webhook, running_operator
     from .test_webhook import _review, _webhook_url
 
-    port = free_port()
-    monkeypatch.setattr(
-        state,
-        "SETTINGS",
-        dataclasses.replace(
-            state.SETTINGS,
-            webhook=True,
-            webhook_port=port,
-            webhook_host="127.0.0.1",
-            webhook_insecure=True,
-            allowed_image_prefixes=("lmsysorg/sglang:", "registry.example/"),
-            secret_label="draftgen.io/usable=true",
-        ),
+    port = plain_webhook(
+        monkeypatch,
+        allowed_image_prefixes=("lmsysorg/sglang:", "registry.example/"),
+        secret_label="draftgen.io/usable=true",
     )
     _secret(cluster, "hf", {"draftgen.io/usable": "true"})
     _secret(cluster, "db-password", {})

@@ -20,7 +20,15 @@ from draftgen.controller.handlers import state
 from tests.chart.rendering import render as render_chart
 
 from .emulator import OPERATOR_AGENTS, EmulatorThread, Grant, Rbac
-from .harness import _KUBECONFIG, Cluster, example_job, free_port, running_operator, wait_for
+from .harness import (
+    _KUBECONFIG,
+    Cluster,
+    example_job,
+    free_port,
+    plain_webhook,
+    running_operator,
+    wait_for,
+)
 
 NS = "drafters"
 SA = {"kind": "ServiceAccount", "name": "dg-draftgen", "namespace": "draftgen"}
@@ -177,17 +185,7 @@ def test_chosen_namespaces(enforcing, monkeypatch) -> None:
 
 def test_webhook_on(enforcing, monkeypatch) -> None:
     cluster = enforcing({"webhook": {"enabled": True, "certSecret": "webhook-tls"}})
-    monkeypatch.setattr(
-        state,
-        "SETTINGS",
-        dataclasses.replace(
-            state.SETTINGS,
-            webhook=True,
-            webhook_port=free_port(),
-            webhook_host="127.0.0.1",
-            webhook_insecure=True,
-        ),
-    )
+    plain_webhook(monkeypatch)
     cluster.emu.http.post(
         f"{PEERINGS}/clusterkopfpeerings",
         json={

@@ -11,7 +11,7 @@ import httpx
 
 from draftgen.controller.handlers import state
 
-from .harness import Cluster, example_job, free_port, running_operator, wait_for
+from .harness import Cluster, example_job, free_port, plain_webhook, running_operator, wait_for
 
 VWC = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/draftgen.io"
 
@@ -42,18 +42,7 @@ def _review(obj: dict) -> dict:
 def test_webhook_refuses_an_invalid_job_and_admits_a_valid_one(
     cluster: Cluster, monkeypatch
 ) -> None:
-    port = free_port()
-    monkeypatch.setattr(
-        state,
-        "SETTINGS",
-        dataclasses.replace(
-            state.SETTINGS,
-            webhook=True,
-            webhook_port=port,
-            webhook_host="127.0.0.1",
-            webhook_insecure=True,
-        ),
-    )
+    port = plain_webhook(monkeypatch)
     with running_operator():
         config = wait_for(
             lambda: (
