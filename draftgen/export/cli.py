@@ -108,6 +108,11 @@ def export(
     if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
         raise ExportError(f"--out {out} is inside the records directory {src}; write it elsewhere")
     manifests = read_manifests(src)
+    for damaged in manifests.damaged:
+        print(
+            f"draftgen export: warning: {damaged}; left out, the export is built from the records",
+            file=sys.stderr,
+        )
     tokenizer = None
     if export_format != "parquet":
         tokenizer = load_tokenizer(
