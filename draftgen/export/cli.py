@@ -101,6 +101,11 @@ def export(
 ) -> ExportSummary:
     """Write one export; returns what went into it."""
     src, out = Path(src), Path(out)
+    if out.exists() and not out.is_dir():
+        raise ExportError(
+            f"--out {out}: exists and is not a directory; choose another --out (--overwrite "
+            "replaces an earlier export directory, never a file)"
+        )
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise ExportError(
             f"{out} exists and is not empty; choose another --out or pass --overwrite"
@@ -211,6 +216,13 @@ def run(args: argparse.Namespace) -> int:
         )
     except ExportError as err:
         print(f"draftgen export: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:  # e.g. --out on a read-only filesystem
+        print(
+            f"draftgen export: cannot write {err.filename or args.out} ({err.strerror}); "
+            "choose a writable --out",
+            file=sys.stderr,
+        )
         return 1
     for name, ds in summary.datasets.items():
         rows = " ".join(f"{s}={c.samples}" for s, c in ds.splits.items() if c.samples)
