@@ -143,11 +143,30 @@ def _dataset_files(root: Path) -> dict[str, list[Path]]:
     return groups
 
 
+def _current(root: Path) -> set[str] | None:
+    """The job's current datasets when `root` is a job output whose manifest names them."""
+    from draftgen.export.records import job_datasets
+
+    return job_datasets(root) if root.is_dir() else None
+
+
+def left_out(root: Path) -> list[str]:
+    """Dataset directories under `root` that the job no longer has (not counted)."""
+    current = _current(root)
+    if current is None:
+        return []
+    return [name for name in _dataset_files(root) if name not in current and name != root.name]
+
+
 def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
-    """Statistics per dataset, and loud warnings."""
+    """Statistics per dataset, and loud warnings. In a job's output directory only the job's
+    current datasets count (the job manifest's `datasets`; see `left_out`)."""
     warnings: list[str] = []
     out = []
+    current = _current(root)
     for name, files in _dataset_files(root).items():
+        if current is not None and name not in current and name != root.name:
+            continue
         st = DatasetStats(name)
         done_ids: set[str] = set()
         for path in files:
@@ -264,6 +283,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.dir}: no such file or directory", file=sys.stderr)
         return 2
     stats, warnings = collect(args.dir)
+    for name in left_out(args.dir):
+        print(
+            f"note: {args.dir / name} is not counted: the job no longer has a dataset {name!r} "
+            f"({args.dir}/manifest.json)",
+            file=sys.stderr,
+        )
     if args.json:
         print(
             json.dumps({"datasets": [s.as_dict() for s in stats], "warnings": warnings}, indent=2)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import card
 from .mix import parse_mix
-from .records import ExportError, read_manifests
+from .records import ExportError, left_out_dirs, read_manifests
 from .select import ExportOptions, ExportSummary, export_rows
 from .tokenizer import load_tokenizer, tokenizer_location
 
@@ -113,6 +113,12 @@ def export(
     if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
         raise ExportError(f"--out {out} is inside the records directory {src}; write it elsewhere")
     manifests = read_manifests(src)
+    for gone in left_out_dirs(src):
+        print(
+            f"draftgen export: note: {gone} is left out: the job no longer has a dataset "
+            f"{gone.name!r} ({src}/manifest.json)",
+            file=sys.stderr,
+        )
     for damaged in manifests.damaged:
         print(
             f"draftgen export: warning: {damaged}; left out, the export is built from the records",

@@ -30,14 +30,20 @@ class ReadStats:
     """`file:line` of a last line cut short by a crash (no newline, not JSON); skipped."""
 
 
-def dataset_dirs(root: Path) -> list[Path]:
-    """Dataset directories of an output directory, in name order (the export order)."""
-    root = Path(root)
-    if not root.is_dir():
-        raise ExportError(
-            f"{root}: no such directory; give the directory `draftgen generate` wrote"
-        )
-    found = sorted(
+def job_datasets(root: Path) -> set[str] | None:
+    """The datasets of the job as it last ran (the job manifest's `datasets`), or None when the
+    manifest is missing or unreadable. A directory of a dataset since removed from the job is
+    not part of the job's data."""
+    try:
+        job = read_json(layout.job_manifest(Path(root)))
+    except ExportError:
+        return None
+    names = job.get("datasets") if job else None
+    return set(names) if isinstance(names, dict) else None
+
+
+def _all_dataset_dirs(root: Path) -> list[Path]:
+    return sorted(
         p
         for p in root.iterdir()
         if p.is_dir()
@@ -46,6 +52,26 @@ def dataset_dirs(root: Path) -> list[Path]:
             or layout.dataset_manifest(p).is_file()
         )
     )
+
+
+def left_out_dirs(root: Path) -> list[Path]:
+    """Dataset directories of datasets the job no longer has (not counted, not exported)."""
+    current = job_datasets(root)
+    if current is None or not Path(root).is_dir():
+        return []
+    return [p for p in _all_dataset_dirs(Path(root)) if p.name not in current]
+
+
+def dataset_dirs(root: Path) -> list[Path]:
+    """Dataset directories of an output directory, in name order (the export order): those of
+    the job's current datasets when the job manifest names them (see `job_datasets`)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ExportError(
+            f"{root}: no such directory; give the directory `draftgen generate` wrote"
+        )
+    current = job_datasets(root)
+    found = [p for p in _all_dataset_dirs(root) if current is None or p.name in current]
     if not found:
         raise ExportError(
             f"{root}: no dataset directories with shard-*.jsonl or manifest.json; is this the "
