@@ -114,7 +114,7 @@ def _count_rejects(path: Path, done_ids: set[str]) -> int:
         for raw in f:
             try:
                 rej = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # incl. huge numbers, deep nesting
                 continue
             if not isinstance(rej, dict):
                 continue
@@ -177,7 +177,7 @@ def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
                         continue
                     try:
                         rec = json.loads(raw)
-                    except ValueError:
+                    except (ValueError, RecursionError):  # incl. huge numbers, deep nesting
                         st.unreadable += 1
                         continue
                     if not isinstance(rec, dict):
