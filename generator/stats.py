@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from draftgen.contract.layout import REJECTS_FILE, SHARD_PREFIX, rejects_file
+from draftgen.contract.layout import REJECTS_FILE, SHARD_PREFIX, job_manifest, rejects_file
+
+from . import safe_json
 
 
 @dataclass
@@ -143,10 +145,20 @@ def _dataset_files(root: Path) -> dict[str, list[Path]]:
     return groups
 
 
+def job_datasets(root: Path) -> set[str] | None:
+    """The datasets of the job as it last ran (the job manifest's `datasets`), or None when the
+    manifest is missing or unreadable. A directory of a dataset since removed from the job is
+    not part of the job's data (neither counted here nor exported)."""
+    try:
+        data = safe_json.loads(job_manifest(Path(root)).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, safe_json.JsonLimitError):
+        return None
+    names = data.get("datasets") if isinstance(data, dict) else None
+    return set(names) if isinstance(names, dict) else None
+
+
 def _current(root: Path) -> set[str] | None:
     """The job's current datasets when `root` is a job output whose manifest names them."""
-    from draftgen.export.records import job_datasets
-
     return job_datasets(root) if root.is_dir() else None
 
 

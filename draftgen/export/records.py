@@ -12,6 +12,7 @@ from typing import Any
 
 from draftgen.contract import layout
 from draftgen.generator import safe_json
+from draftgen.generator.stats import job_datasets
 
 REQUIRED_FIELDS = ("id", "dataset", "input_ids", "output_ids", "finish_reason")
 MAX_TOKEN_ID = 2**31
@@ -28,18 +29,6 @@ class ReadStats:
 
     torn_lines: list[str] = field(default_factory=list)
     """`file:line` of a last line cut short by a crash (no newline, not JSON); skipped."""
-
-
-def job_datasets(root: Path) -> set[str] | None:
-    """The datasets of the job as it last ran (the job manifest's `datasets`), or None when the
-    manifest is missing or unreadable. A directory of a dataset since removed from the job is
-    not part of the job's data."""
-    try:
-        job = read_json(layout.job_manifest(Path(root)))
-    except ExportError:
-        return None
-    names = job.get("datasets") if job else None
-    return set(names) if isinstance(names, dict) else None
 
 
 def _all_dataset_dirs(root: Path) -> list[Path]:
