@@ -68,6 +68,13 @@ def run(args: argparse.Namespace) -> int:
                 )
                 return ExitCode.INVALID
     output = args.output if args.output is not None else Path(job.spec.output.path)
+    from .preflight import ArgumentProblem, check_arguments, write_problem
+
+    try:
+        check_arguments(args.servers, output, args.metrics_port)
+    except ArgumentProblem as err:
+        log.error("%s", err)
+        return ExitCode.INVALID
     settings = Settings(
         servers=args.servers,
         output=output,
@@ -106,6 +113,12 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.INTEGRITY
     except (SourceError, TokenizerError) as err:
         log.error("%s", err)
+        return ExitCode.INVALID
+    except OSError as err:  # the output turned unwritable after the checks above
+        problem = write_problem(err)
+        if problem is None:
+            raise
+        log.error("%s", problem)
         return ExitCode.INVALID
 
 

@@ -8,9 +8,10 @@ cannot be normalized raises `RowError(reason, detail)`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from . import safe_json
 
 
 class RowError(ValueError):
@@ -36,9 +37,9 @@ class Conversation:
 def parse_json(value: str, reason: str, what: str) -> Any:
     """`value` parsed as JSON, or a `RowError(reason)` naming `what`."""
     try:
-        return json.loads(value)
-    except (json.JSONDecodeError, RecursionError) as err:
-        raise RowError(reason, f"{what} is not valid JSON: {err}") from None
+        return safe_json.loads(value)
+    except safe_json.JsonLimitError as err:
+        raise RowError(reason, f"{what} is not valid JSON: {err.detail}") from None
 
 
 def normalize_tools(value: Any, where: str = "tools") -> list[dict[str, Any]] | None:

@@ -15,10 +15,10 @@ A Glaive row is two raw-text fields:
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from . import safe_json
 from .conversation import Conversation, RowError, call_id, make_tool_call, normalize_tools
 
 ENDOFTEXT = "<|endoftext|>"
@@ -31,7 +31,6 @@ _DEFINITIONS_START = re.compile(r"\[\s*\{|\{")  # a list of definitions, or the 
 def parse_function_definitions(text: str) -> list[Any]:
     """The JSON values that follow one another in `text` (objects or lists of objects),
     separated by whitespace; raises `RowError("bad_tools")` on anything else."""
-    decoder = json.JSONDecoder()
     found: list[Any] = []
     pos = 0
     while True:
@@ -40,12 +39,12 @@ def parse_function_definitions(text: str) -> list[Any]:
         if pos >= len(text):
             return found
         try:
-            value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as err:
+            value, pos = safe_json.raw_decode(text, pos)
+        except safe_json.JsonLimitError as err:
             raise RowError(
                 "bad_tools",
                 f"function definition #{len(found) + 1} in the system "
-                f"prompt is not valid JSON: {err.msg} at character {err.pos}",
+                f"prompt is not valid JSON: {err.detail}",
             ) from None
         found.extend(value if isinstance(value, list) else [value])
 
@@ -68,8 +67,8 @@ def parse_function_call(text: str, number: int) -> dict[str, Any]:
     """`{"name": "f", "arguments": '{"a": 1}'}` (or valid JSON) → a normalized tool call."""
     text = text.replace(ENDOFTEXT, "").strip()
     try:
-        payload, _ = json.JSONDecoder().raw_decode(text)
-    except json.JSONDecodeError:
+        payload, _ = safe_json.raw_decode(text)
+    except safe_json.JsonLimitError:
         payload = _quoted_arguments_call(text)
     if not isinstance(payload, dict):
         raise RowError("bad_tool_call", f"<functioncall> is not an object: {text[:200]!r}")
@@ -89,8 +88,8 @@ def _quoted_arguments_call(text: str) -> dict[str, Any]:
     arguments = text[match.end() : end]
     head = text[: match.start()].rstrip().rstrip(",")
     try:
-        payload = json.loads(head + "}")
-    except json.JSONDecodeError:
+        payload = safe_json.loads(head + "}")
+    except safe_json.JsonLimitError:
         raise RowError(
             "bad_tool_call", f"<functioncall> is not valid JSON: {text[:200]!r}"
         ) from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 from array import array
 from collections import deque
@@ -51,15 +52,38 @@ BATCH_UNITS = 256  # items (incl. rejects) per batch at most, so memory stays bo
 _WORKER: Renderer | None = None
 
 
-def _worker_init(settings: RenderSettings) -> None:
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _worker_init(settings: RenderSettings, parent: int) -> None:
     global _WORKER
-    _watch_parent(os.getppid())
+    _die_with_parent(parent)
+    _watch_parent(parent)
     _WORKER = Renderer(load_tokenizer(settings.location, settings.trust_remote_code), settings)
+
+
+def _die_with_parent(parent: int) -> None:
+    """The kernel kills this worker when the generator dies (PR_SET_PDEATHSIG); a worker whose
+    parent is already gone (killed while this worker was still importing) exits at once.
+
+    `parent` is the generator's pid, handed in: `os.getppid()` read here could already be pid 1
+    or a subreaper. The death signal follows the thread that spawned the worker, so the pool's
+    workers are all spawned when it is created, from the thread that lives as long as it."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the parent-pid watch below still holds
+        pass
+    if os.getppid() != parent:
+        os._exit(0)
 
 
 def _watch_parent(parent: int, interval: float = 0.5) -> None:
     """Exit when the generator is gone: a SIGKILLed (or OOM-killed) parent cannot shut the pool
-    down, and an idle worker would wait on its queue forever, holding a tokenizer in memory."""
+    down, and an idle worker would wait on its queue forever, holding a tokenizer in memory.
+    (Backs up PR_SET_PDEATHSIG where prctl is unavailable.)"""
     import threading
     import time
 
@@ -130,8 +154,12 @@ class TokenizerContext:
                 max_workers=workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_worker_init,
-                initargs=(settings,),
+                initargs=(settings, os.getpid()),
             )
+            # Spawn every worker now, from this thread (see `_die_with_parent`): the pool
+            # spawns one per submit while none is idle.
+            for _ in range(workers):
+                self._pool.submit(int)
 
     def __enter__(self) -> TokenizerContext:
         return self

@@ -2,7 +2,8 @@
 
 Rows are numbered 0, 1, 2, ... across the files in name order (blank JSONL lines do not count),
 which is the `source_index` of every sample and reject. A row that cannot be read — invalid
-UTF-8, malformed JSON, not a JSON object — comes out as a `RawRow` with an `error` instead of
+UTF-8, malformed JSON (a number past 4,300 digits and nesting past 100 levels included), not a
+JSON object, a Parquet row group with a damaged page — comes out as a `RawRow` with an `error` instead of
 data, so it becomes a recorded reject and never stops the job. A missing, empty or unreadable
 source is a `SourceError` (the whole dataset is wrong, not a row).
 
@@ -13,13 +14,14 @@ on demand.
 
 from __future__ import annotations
 
-import json
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from . import safe_json
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -45,7 +47,8 @@ class RawRow:
     """The decoded JSON object / Parquet row; None when `error` is set."""
 
     error: tuple[str, str] | None = None
-    """`(reason, detail)` when the row is unreadable: `invalid_utf8`, `malformed_json`, `wrong_type`."""
+    """`(reason, detail)` when the row is unreadable: `invalid_utf8`, `malformed_json`, `wrong_type`,
+    `unreadable_row_group` (a damaged Parquet page)."""
 
 
 def resolve_source(source: str, base_dir: Path) -> Path:
@@ -102,11 +105,9 @@ def decode_line(index: int, line: bytes, first: bool = False) -> RawRow:
     except UnicodeDecodeError as err:
         return RawRow(index, None, ("invalid_utf8", f"byte {err.start}: {err.reason}"))
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        return RawRow(index, None, ("malformed_json", f"{err.msg} at column {err.colno}"))
-    except RecursionError:
-        return RawRow(index, None, ("malformed_json", "nested too deeply"))
+        data = safe_json.loads(text)
+    except safe_json.JsonLimitError as err:
+        return RawRow(index, None, ("malformed_json", err.detail))
     if not isinstance(data, dict):
         return RawRow(
             index, None, ("wrong_type", f"a row must be a JSON object, got {type(data).__name__}")
@@ -138,15 +139,46 @@ def _parquet_file(path: Path):
 def _parquet_row(index: int, data: Any) -> RawRow:
     if not isinstance(data, dict):
         return RawRow(index, None, ("wrong_type", "a row must be an object"))
+    problem = safe_json.depth_error(data)
+    if problem is not None:
+        return RawRow(index, None, ("wrong_type", f"the row is {problem}"))
     return RawRow(index, data)
 
 
+def _group_offset(meta: Any, group: int) -> int:
+    """Byte offset in the file where row group `group`'s first column chunk starts."""
+    column = meta.row_group(group).column(0)
+    offsets = [column.data_page_offset, column.dictionary_page_offset or column.data_page_offset]
+    return min(o for o in offsets if o is not None)
+
+
+def unreadable_group(path: Path, meta: Any, group: int, err: Exception) -> tuple[str, str]:
+    """The reject of every row of a damaged row group: the file, the group and its offset."""
+    return (
+        "unreadable_row_group",
+        f"{path}: row group {group} (byte offset {_group_offset(meta, group)}, "
+        f"{meta.row_group(group).num_rows} rows) cannot be read: {' '.join(str(err).split())[:200]}",
+    )
+
+
 def _iter_parquet(path: Path, start: int) -> Iterator[RawRow]:
+    """Row group by row group, so a damaged page costs the rows of its group (each a reject
+    naming the file and the group's offset), not the job."""
+    pf = _parquet_file(path)
+    meta = pf.metadata
     index = start
-    for batch in _parquet_file(path).iter_batches(batch_size=_PARQUET_BATCH):
-        for data in batch.to_pylist():
-            yield _parquet_row(index, data)
-            index += 1
+    for group in range(meta.num_row_groups):
+        end = index + meta.row_group(group).num_rows
+        try:
+            for batch in pf.iter_batches(batch_size=_PARQUET_BATCH, row_groups=[group]):
+                for data in batch.to_pylist():
+                    yield _parquet_row(index, data)
+                    index += 1
+        except Exception as err:  # pyarrow raises OSError, ArrowException, ... for damage
+            error = unreadable_group(path, meta, group, err)
+            for lost in range(index, end):
+                yield RawRow(lost, None, error)
+        index = end
 
 
 def iter_rows(files: list[Path]) -> Iterator[RawRow]:
@@ -197,8 +229,14 @@ class RowIndex:
         f, where = self._file_of[index], self._where[index]
         path = self.files[f]
         if _is_parquet(path):
-            table = self._parquet_group(f, where >> 32)
-            return _parquet_row(index, table.slice(where & 0xFFFFFFFF, 1).to_pylist()[0])
+            group = where >> 32
+            try:
+                table = self._parquet_group(f, group)
+                data = table.slice(where & 0xFFFFFFFF, 1).to_pylist()[0]
+            except Exception as err:  # a damaged page: this row is a reject, the job goes on
+                pf = self._parquet.get(f) or _parquet_file(path)
+                return RawRow(index, None, unreadable_group(path, pf.metadata, group, err))
+            return _parquet_row(index, data)
         with open(path, "rb") as fh:
             fh.seek(where)
             return decode_line(index, fh.readline(), first=where == 0)

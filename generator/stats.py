@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from draftgen.contract.layout import REJECTS_FILE, SHARD_PREFIX, rejects_file
+from draftgen.contract.layout import REJECTS_FILE, SHARD_PREFIX, job_manifest, rejects_file
+
+from . import safe_json
 
 
 @dataclass
@@ -114,7 +116,7 @@ def _count_rejects(path: Path, done_ids: set[str]) -> int:
         for raw in f:
             try:
                 rej = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # incl. huge numbers, deep nesting
                 continue
             if not isinstance(rej, dict):
                 continue
@@ -143,11 +145,40 @@ def _dataset_files(root: Path) -> dict[str, list[Path]]:
     return groups
 
 
+def job_datasets(root: Path) -> set[str] | None:
+    """The datasets of the job as it last ran (the job manifest's `datasets`), or None when the
+    manifest is missing or unreadable. A directory of a dataset since removed from the job is
+    not part of the job's data (neither counted here nor exported)."""
+    try:
+        data = safe_json.loads(job_manifest(Path(root)).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, safe_json.JsonLimitError):
+        return None
+    names = data.get("datasets") if isinstance(data, dict) else None
+    return set(names) if isinstance(names, dict) else None
+
+
+def _current(root: Path) -> set[str] | None:
+    """The job's current datasets when `root` is a job output whose manifest names them."""
+    return job_datasets(root) if root.is_dir() else None
+
+
+def left_out(root: Path) -> list[str]:
+    """Dataset directories under `root` that the job no longer has (not counted)."""
+    current = _current(root)
+    if current is None:
+        return []
+    return [name for name in _dataset_files(root) if name not in current and name != root.name]
+
+
 def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
-    """Statistics per dataset, and loud warnings."""
+    """Statistics per dataset, and loud warnings. In a job's output directory only the job's
+    current datasets count (the job manifest's `datasets`; see `left_out`)."""
     warnings: list[str] = []
     out = []
+    current = _current(root)
     for name, files in _dataset_files(root).items():
+        if current is not None and name not in current and name != root.name:
+            continue
         st = DatasetStats(name)
         done_ids: set[str] = set()
         for path in files:
@@ -158,7 +189,7 @@ def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
                         continue
                     try:
                         rec = json.loads(raw)
-                    except ValueError:
+                    except (ValueError, RecursionError):  # incl. huge numbers, deep nesting
                         st.unreadable += 1
                         continue
                     if not isinstance(rec, dict):
@@ -264,6 +295,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.dir}: no such file or directory", file=sys.stderr)
         return 2
     stats, warnings = collect(args.dir)
+    for name in left_out(args.dir):
+        print(
+            f"note: {args.dir / name} is not counted: the job no longer has a dataset {name!r} "
+            f"({args.dir}/manifest.json)",
+            file=sys.stderr,
+        )
     if args.json:
         print(
             json.dumps({"datasets": [s.as_dict() for s in stats], "warnings": warnings}, indent=2)

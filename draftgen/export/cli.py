@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import card
 from .mix import parse_mix
-from .records import ExportError, read_manifests
+from .records import ExportError, left_out_dirs, read_manifests
 from .select import ExportOptions, ExportSummary, export_rows
 from .tokenizer import load_tokenizer, tokenizer_location
 
@@ -101,6 +101,11 @@ def export(
 ) -> ExportSummary:
     """Write one export; returns what went into it."""
     src, out = Path(src), Path(out)
+    if out.exists() and not out.is_dir():
+        raise ExportError(
+            f"--out {out}: exists and is not a directory; choose another --out (--overwrite "
+            "replaces an earlier export directory, never a file)"
+        )
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise ExportError(
             f"{out} exists and is not empty; choose another --out or pass --overwrite"
@@ -108,6 +113,17 @@ def export(
     if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
         raise ExportError(f"--out {out} is inside the records directory {src}; write it elsewhere")
     manifests = read_manifests(src)
+    for gone in left_out_dirs(src):
+        print(
+            f"draftgen export: note: {gone} is left out: the job no longer has a dataset "
+            f"{gone.name!r} ({src}/manifest.json)",
+            file=sys.stderr,
+        )
+    for damaged in manifests.damaged:
+        print(
+            f"draftgen export: warning: {damaged}; left out, the export is built from the records",
+            file=sys.stderr,
+        )
     tokenizer = None
     if export_format != "parquet":
         tokenizer = load_tokenizer(
@@ -206,6 +222,13 @@ def run(args: argparse.Namespace) -> int:
         )
     except ExportError as err:
         print(f"draftgen export: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:  # e.g. --out on a read-only filesystem
+        print(
+            f"draftgen export: cannot write {err.filename or args.out} ({err.strerror}); "
+            "choose a writable --out",
+            file=sys.stderr,
+        )
         return 1
     for name, ds in summary.datasets.items():
         rows = " ".join(f"{s}={c.samples}" for s, c in ds.splits.items() if c.samples)
