@@ -98,22 +98,7 @@ def test_a_crash_looping_server_fails_the_job_with_what_to_change(cluster, kind)
     last, reason, words = SERVER_CRASHES[kind]
     cluster.apply(_job())
     _step(cluster)
-    cluster.put_pod(
-        "kimi-server-0-abc12",
-        {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
-        {
-            "phase": "Running",
-            "containerStatuses": [
-                {
-                    "name": "sglang",
-                    "ready": False,
-                    "restartCount": 3,
-                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                    "lastState": {"terminated": last},
-                }
-            ],
-        },
-    )
+    cluster.put_crashed_server(last)
     cond = _failed(_step(cluster))
     assert cond["reason"] == reason
     for w in words:

@@ -140,6 +140,28 @@ class Cluster:
             subresource="status",
         )
 
+    def put_crashed_server(
+        self, terminated: dict, restarts: int = 3, waiting: str | None = "CrashLoopBackOff"
+    ) -> None:
+        """Job kimi's server pod as a kubelet reports a container that died: its last
+        termination, how often it restarted, and what it waits for now (None: nothing)."""
+        self.put_pod(
+            "kimi-server-0-abc12",
+            {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
+            {
+                "phase": "Running",
+                "containerStatuses": [
+                    {
+                        "name": "sglang",
+                        "ready": False,
+                        "restartCount": restarts,
+                        "state": {"waiting": {"reason": waiting}} if waiting else {},
+                        "lastState": {"terminated": terminated},
+                    }
+                ],
+            },
+        )
+
     def put_pod(self, name: str, labels: dict, status: dict) -> None:
         if self.emu.get(CORE, "pods", self.ns, name) is None:
             self.emu.create(

@@ -102,22 +102,7 @@ def test_generator_failure_scales_the_server_down(cluster: Cluster, step) -> Non
 def test_a_server_crash_keeps_its_reason_when_scaled_down(cluster: Cluster, step) -> None:
     cluster.apply(example_job(cluster.ns))
     step()
-    cluster.put_pod(
-        "kimi-server-0-abc12",
-        {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
-        {
-            "phase": "Running",
-            "containerStatuses": [
-                {
-                    "name": "sglang",
-                    "ready": False,
-                    "restartCount": 3,
-                    "state": {},
-                    "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}},
-                }
-            ],
-        },
-    )
+    cluster.put_crashed_server({"reason": "OOMKilled", "exitCode": 137}, waiting=None)
     failed = step()
     assert cluster.status("kimi")["phase"] == "Failed"
     assert failed["ServerReady"] == ("False", "ServerOutOfHostMemory")

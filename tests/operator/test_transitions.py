@@ -151,22 +151,7 @@ def test_invalid_spec_is_reported_with_field_and_fix_then_accepted(
 def test_crash_looping_server_fails_with_an_actionable_reason(cluster: Cluster, operator) -> None:
     cluster.apply(example_job(cluster.ns))
     wait_for(lambda: cluster.deployment("kimi-server-0"), "the server Deployment")
-    cluster.put_pod(
-        "kimi-server-0-abc12",
-        {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
-        {
-            "phase": "Running",
-            "containerStatuses": [
-                {
-                    "name": "sglang",
-                    "ready": False,
-                    "restartCount": 3,
-                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                    "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}},
-                }
-            ],
-        },
-    )
+    cluster.put_crashed_server({"reason": "OOMKilled", "exitCode": 137})
     status = cluster.wait_phase("kimi", "Failed")
     cond = cluster.condition("kimi", "Failed")
     assert cond["reason"] == "ServerOutOfHostMemory"
