@@ -29,6 +29,7 @@ from .client import Generation, sampling_params
 from .datasets import Dataset, Flight, open_datasets
 from .feed import Feed
 from .fleet import Fleet, RunError, Server, ServersDown
+from .lock import OutputLock
 from .metrics import GeneratorMetrics
 from .progress import Progress, RateMeter, eta_seconds
 from .records import generation_record, reject_key, reject_record, write_manifests
@@ -335,6 +336,17 @@ class Runner:
 
     async def run(self) -> dict[str, Ledger]:
         self._loop = asyncio.get_running_loop()
+        loop = self._loop
+
+        def lost(err: BaseException) -> None:  # called from the lease's heartbeat thread
+            loop.call_soon_threadsafe(self._stop_fatal, err)
+
+        # One writer per output: a second run would resume from the same records and append
+        # every one of them again.
+        with OutputLock(self.settings.output, on_lost=lost):
+            return await self._run_locked()
+
+    async def _run_locked(self) -> dict[str, Ledger]:
         for server in self.servers:
             self.fleet.update_gauges(server)
         self.datasets = open_datasets(self.job, self.settings.output, self.metrics)

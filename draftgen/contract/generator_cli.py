@@ -50,6 +50,13 @@ class ExitCode(enum.IntEnum):
         5,
         ("the output volume is full; free space and run the same command again to resume"),
     )
+    OUTPUT_LOCKED = (
+        6,
+        (
+            "another run writes to this output directory (its pid and host are named); wait "
+            "for it to end or use another --output"
+        ),
+    )
     SIGINT = 130, "interrupted (SIGINT); run the same command again to resume"
     SIGTERM = 143, "terminated (SIGTERM); run the same command again to resume"
 
