@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         live_progress=live,
         health_timeout=args.health_timeout,
+        allow_spec_change=args.allow_spec_change,
     )
     from .inputs import iter_samples
     from .integrity import IntegrityError as InputIntegrityError

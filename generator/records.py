@@ -28,6 +28,8 @@ class DatasetOutput(Protocol):
     def ledger(self) -> Ledger: ...
     @property
     def writer(self) -> DatasetWriter: ...
+    @property
+    def series(self) -> list[dict[str, Any]]: ...
 
 
 def generation_record(
@@ -101,6 +103,10 @@ def write_manifests(
     manifests = {}
     for ds in datasets:
         manifests[ds.name] = ds.ledger.manifest()
+        # Which shards were written under which fingerprint (fingerprint.py).
+        manifests[ds.name]["series"] = [
+            {k: v for k, v in s.items() if k != "fingerprint"} for s in ds.series
+        ]
         ds.writer.write_manifest(manifests[ds.name])
     atomic_write_json(
         layout.job_manifest(output),

@@ -66,6 +66,8 @@ class Settings:
     """First retry delay in seconds (doubles each attempt, at most 30 s)."""
     transport: httpx.AsyncBaseTransport | None = None
     """Replaces the network in tests of the client's error handling."""
+    allow_spec_change: bool = False
+    """Resume a dataset whose fingerprint changed as a new shard series instead of refusing."""
 
 
 class Runner:
@@ -349,7 +351,12 @@ class Runner:
     async def _run_locked(self) -> dict[str, Ledger]:
         for server in self.servers:
             self.fleet.update_gauges(server)
-        self.datasets = open_datasets(self.job, self.settings.output, self.metrics)
+        self.datasets = open_datasets(
+            self.job,
+            self.settings.output,
+            self.metrics,
+            allow_spec_change=self.settings.allow_spec_change,
+        )
         self.progress = Progress(
             [d.ledger for d in self.datasets], live=self.settings.live_progress
         )
