@@ -81,7 +81,15 @@ def reject_record(r: Reject) -> dict[str, Any]:
 
 def reject_key(r: Reject) -> tuple:
     """What makes a reject the same one again (a resumed run does not record it twice)."""
-    return (r.id, r.source_index, r.reason)
+    return reject_key_of(r.id, r.source_index, r.reason)
+
+
+def reject_key_of(rid: object, source_index: object, reason: object) -> tuple:
+    """A reject with a sample id is that sample's, wherever its row moved in the source (rows
+    inserted above it shift its index); one without an id (an unreadable row) is its row's."""
+    if isinstance(rid, str):
+        return (rid, reason)
+    return (None, source_index, reason)
 
 
 def write_manifests(

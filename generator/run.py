@@ -149,7 +149,8 @@ class Runner:
         if key in ds.state.rejected:
             return  # recorded by an earlier run
         ds.state.rejected.add(key)
-        ds.writer.write_reject(reject_record(r))
+        if key not in ds.state.failed_before:  # failed again: its line is already there
+            ds.writer.write_reject(reject_record(r))
         ds.ledger.add_reject(r.reason)
         self.metrics.rejects.labels(ds.name, r.reason).inc()
 
