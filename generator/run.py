@@ -277,6 +277,8 @@ class Runner:
     ) -> None:
         if ds.ledger.budget_met and self.gen.on_budget_met == "abort":
             return  # abort mode: nothing lands after the budget is met
+        if self._fatal is not None:
+            return  # e.g. the server came back with another model: nothing more lands
         sample = flight.sample
         record = generation_record(
             ds.name, sample, result, params, flight.server.client.url, attempts, latency
