@@ -23,6 +23,9 @@ def _setup_logging(live: bool) -> None:
     else:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    from draftgen.redact import RedactingFilter
+
+    handler.addFilter(RedactingFilter())  # a password in a --server URL never reaches the log
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)

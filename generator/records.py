@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from draftgen.contract import layout
+from draftgen.redact import redact_text, redact_url
 from draftgen.spec import GenerationJob
 
 from .budget import Ledger
@@ -46,7 +47,7 @@ def generation_record(
         "sampling": params,
         "cached_tokens": result.cached_tokens,
         "e2e_latency": result.e2e_latency or latency,
-        "server": server,
+        "server": redact_url(server),
         "attempts": attempts,
         "created_at": time.time(),
     }
@@ -74,7 +75,7 @@ def reject_record(r: Reject) -> dict[str, Any]:
         "source_index": r.source_index,
         "id": r.id,
         "reason": r.reason,
-        "detail": r.detail,
+        "detail": redact_text(r.detail),
         "created_at": time.time(),
     }
 
