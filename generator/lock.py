@@ -150,7 +150,10 @@ class OutputLock:
             age = time.time() - held.heartbeat_at
             dead = held.host == self.host and not _pid_alive(held.pid)
             if not dead and age < self.stale_seconds:
-                raise OutputLocked(self._refusal(held.owner()))
+                # We hold the flock, so the owner is on another host (or crashed there): a live
+                # owner renews its heartbeat; one that crashed does not, and the lease goes stale.
+                self._wait_for_renewal(held, self.stale_seconds - age)
+                age = time.time() - held.heartbeat_at
             log.warning(
                 "%s: taking over the lease of %s (%s); it was left by a run that ended "
                 "without releasing it",
@@ -159,6 +162,21 @@ class OutputLock:
                 "no longer running" if dead else f"no heartbeat for {age:.0f} s",
             )
         self._write_lease()
+
+    def _wait_for_renewal(self, held: Lease, wait: float) -> None:
+        """Refuse if `held` is renewed (or replaced) within `wait` seconds."""
+        log.info(
+            "%s: %s holds the lease; waiting up to %.0f s for its heartbeat",
+            self.directory,
+            held.owner(),
+            wait,
+        )
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+            now = Lease.read(self.lease_path)
+            if now is not None and now != held:
+                raise OutputLocked(self._refusal(now.owner()))
 
     def _write_lease(self) -> None:
         data: dict[str, Any] = {

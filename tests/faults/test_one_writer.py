@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -49,10 +50,33 @@ def test_a_second_lock_on_the_same_directory_is_refused_naming_the_owner(tmp_pat
 
 
 def test_a_live_lease_from_another_host_refuses_even_without_flock(tmp_path):
-    # On a shared volume flock may not reach the other host: only the lease is seen.
+    # On a shared volume flock may not reach the other host: only the lease is seen, and its
+    # heartbeat goes on (the other writer is alive).
+    stop = threading.Event()
+
+    def heartbeat() -> None:
+        while not stop.wait(0.2):
+            _lease(tmp_path, pid=4242, host="node-b")
+
     _lease(tmp_path, pid=4242, host="node-b")
-    with pytest.raises(OutputLocked, match="pid 4242 on host node-b"):
-        OutputLock(tmp_path).acquire()
+    beat = threading.Thread(target=heartbeat)
+    beat.start()
+    try:
+        with pytest.raises(OutputLocked, match="pid 4242 on host node-b"):
+            OutputLock(tmp_path, stale_seconds=3).acquire()
+    finally:
+        stop.set()
+        beat.join()
+
+
+def test_a_fresh_lease_that_is_not_renewed_is_taken_over(tmp_path, caplog):
+    # A writer on another node crashed moments ago: its lease is fresh but never renewed.
+    _lease(tmp_path, pid=4242, host="node-b")
+    started = time.monotonic()
+    with OutputLock(tmp_path, stale_seconds=1.5):
+        assert json.loads((tmp_path / LEASE_FILE).read_text())["pid"] == os.getpid()
+    assert 1.0 < time.monotonic() - started < 10
+    assert "taking over the lease of pid 4242 on host node-b" in caplog.text
 
 
 def test_a_stale_lease_is_taken_over(tmp_path, caplog):
