@@ -78,6 +78,12 @@ class Ledger:
         return 100.0 * self.overshoot_completion_tokens / self.budget.completion_tokens
 
     @property
+    def overshoot_samples(self) -> int:
+        """Samples beyond `maxSamples` (a budget lowered below what was already written)."""
+        b = self.budget.max_samples
+        return 0 if b is None else max(0, self.samples - b)
+
+    @property
     def truncation_rate(self) -> float:
         return self.finish_reasons["length"] / self.samples if self.samples else 0.0
 
@@ -109,6 +115,7 @@ class Ledger:
             "budget": self.budget.model_dump(by_alias=True),
             "overshoot_completion_tokens": self.overshoot_completion_tokens,
             "overshoot_percent": round(self.overshoot_percent, 4),
+            "overshoot_samples": self.overshoot_samples,
             "done": self.done,
             "exhausted": self.exhausted,
             "updated_at": time.time(),

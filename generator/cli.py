@@ -23,6 +23,9 @@ def _setup_logging(live: bool) -> None:
     else:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    from draftgen.redact import RedactingFilter
+
+    handler.addFilter(RedactingFilter())  # a password in a --server URL never reaches the log
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
@@ -81,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         live_progress=live,
         health_timeout=args.health_timeout,
+        allow_spec_change=args.allow_spec_change,
     )
     from .inputs import iter_samples
     from .integrity import IntegrityError as InputIntegrityError

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from draftgen.redact import redact_url
 from draftgen.spec import SamplingSpec
 
 
@@ -188,10 +189,11 @@ class SGLangClient:
         timeout: float = 3600.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.url = url.rstrip("/")
+        # `url` may carry credentials: they are used to connect, never shown (logs, records).
+        self.url = redact_url(url.rstrip("/"))
         self.timeout = timeout
         self._http = httpx.AsyncClient(
-            base_url=self.url,
+            base_url=url.rstrip("/"),
             transport=transport,
             timeout=httpx.Timeout(timeout, connect=10.0),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),

@@ -14,6 +14,7 @@ from draftgen.spec import DatasetSpec, GenerationJob, SamplingSpec
 from .admission import LengthModel, budget_admits
 from .budget import Ledger
 from .feed import Feed
+from .fingerprint import check_fingerprint, dataset_fingerprint
 from .fleet import Server
 from .metrics import GeneratorMetrics
 from .resume import DatasetState, scan_dataset
@@ -48,6 +49,8 @@ class Dataset:
     pending: Sample | None = None
     flights: dict[str, Flight] = field(default_factory=dict)
     in_flight_prompt: int = 0
+    series: list[dict] = field(default_factory=list)
+    """Shard series of this dataset (see `fingerprint.py`)."""
 
     @property
     def ledger(self) -> Ledger:
@@ -58,8 +61,16 @@ class Dataset:
         return self.spec.name
 
 
-def open_datasets(job: GenerationJob, output: Path, metrics: GeneratorMetrics) -> list[Dataset]:
-    """Every dataset of the job, resumed from what `output` already holds."""
+def open_datasets(
+    job: GenerationJob,
+    output: Path,
+    metrics: GeneratorMetrics,
+    *,
+    allow_spec_change: bool = False,
+) -> list[Dataset]:
+    """Every dataset of the job, resumed from what `output` already holds. A dataset whose
+    records were written under another fingerprint is refused (`SpecChanged`) unless
+    `allow_spec_change`, which starts a new shard series."""
     output.mkdir(parents=True, exist_ok=True)
     shard_max = job.spec.output.shard_max_records
     datasets = []
@@ -67,6 +78,17 @@ def open_datasets(job: GenerationJob, output: Path, metrics: GeneratorMetrics) -
         directory = layout.dataset_dir(output, spec.name)
         state = scan_dataset(directory, spec.name, spec.budget, shard_max_records=shard_max)
         sampling = job.spec.sampling_for(spec)
+        has_data = bool(layout.shard_files(directory) or layout.rejects_file(directory).exists())
+        new_series = state.records_in_shard > 0
+        series, restart = check_fingerprint(
+            directory,
+            dataset_fingerprint(job, spec),
+            has_data=has_data,
+            next_shard=state.next_shard + 1 if new_series else state.next_shard,
+            allow_change=allow_spec_change,
+        )
+        if restart and new_series:
+            state.next_shard, state.records_in_shard = state.next_shard + 1, 0
         ds = Dataset(
             spec=spec,
             sampling=sampling,
@@ -78,6 +100,7 @@ def open_datasets(job: GenerationJob, output: Path, metrics: GeneratorMetrics) -
                 records_in_shard=state.records_in_shard,
             ),
             model=LengthModel(sampling.max_new_tokens, state.lengths[-4096:]),
+            series=series,
         )
         if state.ledger.samples or state.torn_bytes:
             log.info(
@@ -88,6 +111,7 @@ def open_datasets(job: GenerationJob, output: Path, metrics: GeneratorMetrics) -
                 f" (dropped a torn line of {state.torn_bytes} bytes)" if state.torn_bytes else "",
             )
         b = spec.budget
+        _say_budget_lowered(spec.name, state.ledger)
         if (
             state.ledger.samples
             and not state.ledger.budget_met
@@ -114,3 +138,31 @@ def open_datasets(job: GenerationJob, output: Path, metrics: GeneratorMetrics) -
         metrics.start_from(state.ledger)
         datasets.append(ds)
     return datasets
+
+
+def _say_budget_lowered(name: str, ledger: Ledger) -> None:
+    """A budget lowered below what is already written: nothing more is generated, and the
+    records stay (and are counted); say so instead of looking like a finished run."""
+    b = ledger.budget
+    over = []
+    if b.max_samples is not None and ledger.samples > b.max_samples:
+        over.append(
+            f"{ledger.samples} samples already written, more than budget.maxSamples {b.max_samples}"
+        )
+    if b.completion_tokens is not None and ledger.completion_tokens > b.completion_tokens:
+        over.append(
+            f"{ledger.completion_tokens} completion tokens already written, more than "
+            f"budget.completionTokens {b.completion_tokens}"
+        )
+    if b.total_tokens is not None and ledger.total_tokens > b.total_tokens:
+        over.append(
+            f"{ledger.total_tokens} tokens already written, more than "
+            f"budget.totalTokens {b.total_tokens}"
+        )
+    if over:
+        log.warning(
+            "%s: %s (the budget was lowered): nothing more is generated; the records stay and "
+            "the manifest counts them all (overshoot_samples, overshoot_completion_tokens)",
+            name,
+            "; ".join(over),
+        )

@@ -22,6 +22,15 @@ from .metrics import GeneratorMetrics
 
 log = logging.getLogger("draftgen.generate")
 
+IDENTITY_FIELDS = ("model_path", "tokenizer_path", "served_model_name", "revision")
+"""`/get_server_info` fields that name what a server serves."""
+
+
+def model_identity(info: Any) -> dict[str, Any]:
+    """The model a server serves, from its `/get_server_info` answer."""
+    body = info if isinstance(info, dict) else {}
+    return {k: body.get(k) for k in IDENTITY_FIELDS}
+
 
 class RunError(Exception):
     """The run cannot go on; `exit_code` tells the caller why (see `draftgen generate -h`)."""
@@ -50,6 +59,9 @@ class Server:
     max_prompt: int | None = None
     recovery: asyncio.Task | None = None
     """Waits for the server's health after a failure (see `Fleet.server_failed`)."""
+    identity: dict[str, Any] | None = None
+    """What the server said it serves when it joined (`model_identity`); compared again after
+    every reconnection."""
 
     def view(self, now: float) -> ServerView:
         load = self.load if self.load is not None and now - self.load.at < 5.0 else None
@@ -150,7 +162,9 @@ class Fleet:
     async def _join(self, server: Server) -> None:
         """Wait for one server's health, read its capacity, compare its tokenizer with ours."""
         await server.client.wait_healthy(self._health_timeout)
-        info = parse_server_info(await server.client.server_info())
+        raw = await server.client.server_info()
+        info = parse_server_info(raw)
+        server.identity = model_identity(raw)
         server.kv_tokens = info.kv_tokens or 1
         server.max_running = info.max_running_requests
         server.max_prompt = info.max_prompt_tokens
@@ -195,12 +209,46 @@ class Fleet:
     async def _watch_recovery(self, server: Server) -> None:
         try:
             await server.client.wait_healthy(self._health_timeout)
-            log.info("%s is healthy again", server.client.url)
+            # A server back behind the same URL may be another one (restarted with another
+            # model): check what it serves before anything more is sent to it.
+            await self._recheck(server)
+            log.info("%s is healthy again (same model and tokenizer)", server.client.url)
+        except IntegrityError as err:
+            log.error("%s", err)
+            self._on_fatal(err)  # stays out of admission; the run stops and writes nothing more
+            return
         except ServerUnavailable as err:
             log.error("%s", err)
-        finally:
-            server.healthy = True  # retries decide from here; a dead server fails them
-            self._wake()
+        except SGLangError as err:
+            log.error(
+                "%s: cannot check what it serves after reconnecting: %s", server.client.url, err
+            )
+            self._on_fatal(
+                IntegrityError(
+                    f"{server.client.url} came back but its model cannot be checked ({err}); "
+                    "run the same command again once the server answers /get_server_info"
+                )
+            )
+            return
+        server.healthy = True  # retries decide from here; a dead server fails them
+        self._wake()
+
+    async def _recheck(self, server: Server) -> None:
+        """The identity and tokenizer checks of `_join`, again: IntegrityError on a change."""
+        raw = await server.client.server_info()
+        now = model_identity(raw)
+        before = server.identity
+        if before is not None and now != before:
+            changed = [k for k in IDENTITY_FIELDS if now.get(k) != before.get(k)]
+            raise IntegrityError(
+                f"{server.client.url} came back serving another model ("
+                + ", ".join(f"{k} {before.get(k)!r} -> {now.get(k)!r}" for k in changed)
+                + "): samples of two models would be mixed; point --server at a server of "
+                "the job's model and run the same command again to resume"
+            )
+        info = parse_server_info(raw)
+        if not info.skip_tokenizer_init and self._tokenizer is not None:
+            await check_server_tokenizer(server.client, self._tokenizer, self._special_tokens)
 
     async def recovered(self, server: Server) -> None:
         """Wait until a failed server's recovery watch ends (or the run stops)."""

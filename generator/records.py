@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from draftgen.contract import layout
+from draftgen.redact import redact_text, redact_url
 from draftgen.spec import GenerationJob
 
 from .budget import Ledger
@@ -28,6 +29,8 @@ class DatasetOutput(Protocol):
     def ledger(self) -> Ledger: ...
     @property
     def writer(self) -> DatasetWriter: ...
+    @property
+    def series(self) -> list[dict[str, Any]]: ...
 
 
 def generation_record(
@@ -44,7 +47,7 @@ def generation_record(
         "sampling": params,
         "cached_tokens": result.cached_tokens,
         "e2e_latency": result.e2e_latency or latency,
-        "server": server,
+        "server": redact_url(server),
         "attempts": attempts,
         "created_at": time.time(),
     }
@@ -72,14 +75,22 @@ def reject_record(r: Reject) -> dict[str, Any]:
         "source_index": r.source_index,
         "id": r.id,
         "reason": r.reason,
-        "detail": r.detail,
+        "detail": redact_text(r.detail),
         "created_at": time.time(),
     }
 
 
 def reject_key(r: Reject) -> tuple:
     """What makes a reject the same one again (a resumed run does not record it twice)."""
-    return (r.id, r.source_index, r.reason)
+    return reject_key_of(r.id, r.source_index, r.reason)
+
+
+def reject_key_of(rid: object, source_index: object, reason: object) -> tuple:
+    """A reject with a sample id is that sample's, wherever its row moved in the source (rows
+    inserted above it shift its index); one without an id (an unreadable row) is its row's."""
+    if isinstance(rid, str):
+        return (rid, reason)
+    return (None, source_index, reason)
 
 
 def write_manifests(
@@ -101,6 +112,10 @@ def write_manifests(
     manifests = {}
     for ds in datasets:
         manifests[ds.name] = ds.ledger.manifest()
+        # Which shards were written under which fingerprint (fingerprint.py).
+        manifests[ds.name]["series"] = [
+            {k: v for k, v in s.items() if k != "fingerprint"} for s in ds.series
+        ]
         ds.writer.write_manifest(manifests[ds.name])
     atomic_write_json(
         layout.job_manifest(output),

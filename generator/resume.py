@@ -15,6 +15,7 @@ from draftgen.contract import layout
 from draftgen.spec import Budget
 
 from .budget import Ledger
+from .records import reject_key_of
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +33,11 @@ class DatasetState:
     records_in_shard: int = 0
     """Records already in that shard."""
     rejected: set[tuple] = field(default_factory=set)
-    """(id, source_index, reason) of rejects already recorded, so a resumed run does not repeat
+    """Keys (`records.reject_key`) of rejects already recorded, so a resumed run does not repeat
     them. `request_failed` rejects are retried on resume and are not in here."""
+    failed_before: set[tuple] = field(default_factory=set)
+    """Keys of `request_failed` rejects already in the file: retried, and counted again if they
+    fail again, but their line is not appended a second time."""
     torn_bytes: int = 0
     """Bytes of torn last lines dropped."""
     corrupt_lines: int = 0
@@ -121,9 +125,11 @@ def scan_dataset(
             if rej is None:
                 continue
             reason = rej.get("reason", "unknown")
+            key = reject_key_of(rej.get("id"), rej.get("source_index"), reason)
             if reason == "request_failed":
-                continue  # the server may answer this time: retried, counted again if it fails
-            key = (rej.get("id"), rej.get("source_index"), reason)
+                # The server may answer this time: retried, counted again if it fails.
+                state.failed_before.add(key)
+                continue
             if key in state.rejected:
                 continue
             state.rejected.add(key)

@@ -37,6 +37,7 @@ from .client import Generation, sampling_params
 from .datasets import Dataset, Flight, open_datasets
 from .feed import Feed
 from .fleet import Fleet, RunError, Server, ServersDown
+from .lock import OutputLock
 from .metrics import GeneratorMetrics
 from .progress import Progress, RateMeter, eta_seconds
 from .records import generation_record, reject_key, reject_record, write_manifests
@@ -73,6 +74,8 @@ class Settings:
     """First retry delay in seconds (doubles each attempt, at most 30 s)."""
     transport: httpx.AsyncBaseTransport | None = None
     """Replaces the network in tests of the client's error handling."""
+    allow_spec_change: bool = False
+    """Resume a dataset whose fingerprint changed as a new shard series instead of refusing."""
 
 
 class Runner:
@@ -155,7 +158,8 @@ class Runner:
         if key in ds.state.rejected:
             return  # recorded by an earlier run
         ds.state.rejected.add(key)
-        ds.writer.write_reject(reject_record(r))
+        if key not in ds.state.failed_before:  # failed again: its line is already there
+            ds.writer.write_reject(reject_record(r))
         ds.ledger.add_reject(r.reason)
         self.metrics.rejects.labels(ds.name, r.reason).inc()
 
@@ -300,6 +304,8 @@ class Runner:
     ) -> None:
         if ds.ledger.budget_met and self.gen.on_budget_met == "abort":
             return  # abort mode: nothing lands after the budget is met
+        if self._fatal is not None:
+            return  # e.g. the server came back with another model: nothing more lands
         sample = flight.sample
         record = generation_record(
             ds.name, sample, result, params, flight.server.client.url, attempts, latency
@@ -362,9 +368,25 @@ class Runner:
 
     async def run(self) -> dict[str, Ledger]:
         self._loop = asyncio.get_running_loop()
+        loop = self._loop
+
+        def lost(err: BaseException) -> None:  # called from the lease's heartbeat thread
+            loop.call_soon_threadsafe(self._stop_fatal, err)
+
+        # One writer per output: a second run would resume from the same records and append
+        # every one of them again.
+        with OutputLock(self.settings.output, on_lost=lost):
+            return await self._run_locked()
+
+    async def _run_locked(self) -> dict[str, Ledger]:
         for server in self.servers:
             self.fleet.update_gauges(server)
-        self.datasets = open_datasets(self.job, self.settings.output, self.metrics)
+        self.datasets = open_datasets(
+            self.job,
+            self.settings.output,
+            self.metrics,
+            allow_spec_change=self.settings.allow_spec_change,
+        )
         self.progress = Progress(
             [d.ledger for d in self.datasets], live=self.settings.live_progress
         )

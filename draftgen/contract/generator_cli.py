@@ -27,6 +27,7 @@ class Flag(enum.StrEnum):
     METRICS_LINGER = "--metrics-linger"
     PROGRESS = "--progress"
     HEALTH_TIMEOUT = "--health-timeout"
+    ALLOW_SPEC_CHANGE = "--allow-spec-change"
 
 
 class ExitCode(enum.IntEnum):
@@ -49,6 +50,13 @@ class ExitCode(enum.IntEnum):
     DISK_FULL = (
         5,
         ("the output volume is full; free space and run the same command again to resume"),
+    )
+    OUTPUT_LOCKED = (
+        6,
+        (
+            "another run writes to this output directory (its pid and host are named); wait "
+            "for it to end or use another --output"
+        ),
     )
     SIGINT = 130, "interrupted (SIGINT); run the same command again to resume"
     SIGTERM = 143, "terminated (SIGTERM); run the same command again to resume"
@@ -143,4 +151,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_HEALTH_TIMEOUT_SECONDS,
         help="seconds to wait for a server's /health_generate (default 1800)",
+    )
+    parser.add_argument(
+        Flag.ALLOW_SPEC_CHANGE.value,
+        action="store_true",
+        help="resume although the job changed what shapes a sample (model, template kwargs, "
+        "sampling, a dataset's source or selection): start a new shard series, recorded in "
+        "the dataset's fingerprint.json and manifest, instead of refusing",
     )

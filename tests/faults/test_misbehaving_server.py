@@ -114,7 +114,7 @@ def test_request_failed_rejects_are_retried_on_resume(tmp_path):
         _run(server.url, tmp_path, retries=0)
     assert len(server.generate_calls) == SAMPLES  # asked again
     rejects = _rejects(tmp_path)
-    assert len(rejects) == 2 * SAMPLES  # one line per failed attempt-run, each with its reason
+    assert len(rejects) == SAMPLES  # failed again: not appended again (issue 21)
     assert all(r["reason"] == "request_failed" for r in rejects)
     manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
     assert manifest["rejects"] == SAMPLES  # counted once per sample, not once per run
