@@ -93,6 +93,12 @@ stop() {
     sleep 0.5
   done
   rm -f "$D/pid"
+  # dockerd leaves its network-namespace bind mount (exec/netns/default) behind: unmount what is
+  # left under our folder, or the clone cannot be removed.
+  local m
+  for m in $(awk -v d="$D/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r); do
+    $SUDO umount -l "$m" 2>/dev/null || true
+  done
 }
 
 case "${1:-}" in
