@@ -49,7 +49,8 @@ def small_volume(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("mounting a small filesystem needs root")
     vol = tmp_path / "vol"
-    _mount_tmpfs(vol, "16k")
+    # Pages for the lock lease and the dataset fingerprint, then room for part of the records.
+    _mount_tmpfs(vol, "24k")
     yield vol
     subprocess.run(["umount", "-l", str(vol)], check=False)
 
