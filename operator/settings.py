@@ -187,6 +187,8 @@ def effective_spec(spec: dict[str, Any], settings: OperatorSettings) -> dict[str
     server = dict(out.get("server") or {})
     for key, attr in _SERVER_DEFAULTS.items():
         value = getattr(settings, attr)
+        if key == "gpusPerReplica" and (server.get("nodesPerReplica") or 1) != 1:
+            continue  # a multi-node replica's pods take gpusPerNode (spec.server)
         if key not in server and value is not None:
             server[key] = value
     out["server"] = server
