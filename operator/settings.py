@@ -39,6 +39,12 @@ class OperatorSettings:
     server_mem_fraction_static: float | None = None
     """`spec.server.memFractionStatic` for jobs that leave it unset (None: the spec's default)."""
 
+    leader_worker_set: bool = False
+    """Run multi-node jobs (`spec.server.nodesPerReplica` > 1) as LeaderWorkerSets; needs the
+    LeaderWorkerSet controller installed and RBAC for `leaderworkersets` (chart value
+    `operator.leaderWorkerSet.enabled` sets both this and the RBAC). Off: such jobs are
+    refused with the reason, and no LeaderWorkerSet is ever read."""
+
     namespaces: tuple[str, ...] = ()
     """Namespaces to watch; empty means all namespaces (cluster-wide)."""
 
