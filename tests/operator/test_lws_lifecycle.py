@@ -252,3 +252,29 @@ def test_chart_grants_leader_worker_sets_only_when_enabled() -> None:
     assert lws_triples <= triples(
         {"leaderWorkerSet": {"enabled": True}, "watchNamespaces": ["team-a"]}
     )
+
+
+def test_going_multi_node_replaces_the_deployment_and_the_service(
+    cluster: Cluster, lws_enabled
+) -> None:
+    from .harness import example_job
+
+    install_lws(cluster)
+    with running_operator():
+        cluster.apply(example_job(cluster.ns))
+        wait_for(lambda: cluster.deployment("kimi-server-0"), "the single-node Deployment")
+        assert names.ROLE_LABEL not in cluster.service("kimi-server")["spec"]["selector"]
+
+        cluster.edit_spec(JOB, {"server": {"nodesPerReplica": 2, "tensorParallelSize": 16}})
+        wait_for(lambda: group(cluster), "the LeaderWorkerSet")
+        wait_for(lambda: cluster.deployment("kimi-server-0") is None, "the Deployment deleted")
+        selector = wait_for(
+            lambda: (
+                (svc := cluster.service("kimi-server"))
+                and names.ROLE_LABEL in svc["spec"]["selector"]
+                and svc["spec"]["selector"]
+            ),
+            "the Service on leaders",
+        )
+        assert selector[names.ROLE_LABEL] == "leader"
+        assert group(cluster)["spec"]["leaderWorkerTemplate"]["size"] == 2
