@@ -1,9 +1,8 @@
 """Writes to a GenerationJob's children: the server's Service and Deployments (LeaderWorkerSets
 for a multi-node server), the generator's ConfigMap and Job. Every write is idempotent (fixed
 names; a create that meets the object returns it), so running one twice, or after an operator
-restart, changes nothing twice. An object
-of a child's name that the job does not control is never adopted, changed or deleted
-(`ownership`).
+restart, changes nothing twice. An object of a child's name that the job does not control is
+never adopted, changed or deleted (`ownership`).
 
 What to write is decided elsewhere (`decisions`); this module only carries it out.
 """
