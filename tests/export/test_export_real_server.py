@@ -87,7 +87,7 @@ def test_real_records_export_with_identical_ids(generated, tmp_path, capsys):
     tools = [r for r in rows if r["id"].startswith("tools/")]
     assert tools and all("<|im_system|>tool_declare<|im_middle|>" in r["text"] for r in tools)
 
-    assert _export(generated, "specforge", tmp_path / "sf") == 0
+    assert _export(generated, "specforge-conversations", tmp_path / "sf") == 0
     convs = [json.loads(x) for x in (tmp_path / "sf/train.jsonl").read_text().splitlines()]
     assert {c["id"] for c in convs} == set(records)
     assert all(
