@@ -11,9 +11,28 @@ from tests.generator.gen_helpers import generate_command
 from tests.jobs import job_document, write_job_yaml
 
 from .builders import synthetic_records, write_output
+from .kimi_records import kimi_records
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
+
+
+@pytest.fixture(scope="session")
+def kimi():
+    """The tiny-kimi tokenizer (`make models`)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(TINY_KIMI))
+
+
+@pytest.fixture(scope="session")
+def kimi_run(kimi, tmp_path_factory):
+    """An output directory of kimi_records(): a plain answer, a tool call, a truncated turn."""
+    records = kimi_records(kimi)
+    root = write_output(
+        tmp_path_factory.mktemp("kimi") / "run", {"chat": records}, model=str(TINY_KIMI)
+    )
+    return root, records
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ from draftgen.cli import main
 from draftgen.export.records import ExportError
 
 from .builders import END_THINK, THINK, TOOL_SECTION, record, write_output
+from .kimi_records import completion as _completion
+from .kimi_records import prompt as _prompt
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
@@ -22,85 +24,6 @@ pytestmark = pytest.mark.skipif(
     not (TINY_KIMI / "tokenizer.json").is_file(),
     reason="needs .cache/models/tiny-kimi (run `make models`)",
 )
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather in a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-
-
-@pytest.fixture(scope="module")
-def kimi():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(TINY_KIMI))
-
-
-def _prompt(tokenizer, messages, tools=None, **kwargs):
-    out = tokenizer.apply_chat_template(
-        messages, tools=tools, add_generation_prompt=True, tokenize=True, **kwargs
-    )
-    return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
-
-
-def _completion(tokenizer, text):
-    return tokenizer.encode(text, add_special_tokens=False)
-
-
-@pytest.fixture(scope="module")
-def kimi_run(kimi, tmp_path_factory):
-    """Records as the generator writes them: a tool call, a plain answer, a truncated one."""
-    plain = [{"role": "user", "content": "What is 2 + 4? Answer with ünïcödé 😀"}]
-    tool_turn = [
-        {"role": "system", "content": "You are Kimi."},
-        {"role": "user", "content": "Weather in Paris?"},
-    ]
-    multi = [
-        {"role": "user", "content": "Hi"},
-        {"role": "assistant", "content": "Hello!"},
-        {"role": "user", "content": "Tell me about the fox."},
-    ]
-    records = [
-        record(
-            "chat",
-            0,
-            _prompt(kimi, plain, thinking=True),
-            _completion(kimi, "Two plus four is six.</think>The answer is 6 😀<|im_end|>"),
-        ),
-        record(
-            "chat",
-            1,
-            _prompt(kimi, tool_turn, tools=TOOLS, thinking=True),
-            _completion(
-                kimi,
-                "The user wants weather.</think><|tool_calls_section_begin|><|tool_call_begin|>"
-                'functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}'
-                "<|tool_call_end|><|tool_calls_section_end|><|im_end|>",
-            ),
-        ),
-        record(
-            "chat",
-            2,
-            _prompt(kimi, multi, thinking=True),
-            _completion(kimi, "The quick brown fox jumps over"),
-            finish="length",
-            turn=1,
-        ),
-    ]
-    root = write_output(
-        tmp_path_factory.mktemp("kimi") / "run", {"chat": records}, model=str(TINY_KIMI)
-    )
-    return root, records
 
 
 def _export(src, fmt, out, *extra):

@@ -40,9 +40,68 @@ def test_specforge_prompts_path_takes_the_export_as_written(tmp_path):
     config = specforge_config(
         tmp_path, TINY_KIMI, {"prompts_path": str(train), "max_length": longest}
     )
-    loaded = specforge_load(config, tmp_path)
+    (loaded,) = specforge_load([config], tmp_path)
     assert loaded["mode"] == "online"
     assert _loaded(loaded) == [sequence(r) for r in records]
+
+
+def test_specforge_retokenizes_the_conversation_form_with_the_documented_losses(
+    kimi, kimi_run, tmp_path
+):
+    """What docs/export.md says SpecForge does to `--format specforge-conversations`, run with
+    the keys draftgen prints: the mask starts at the prompt's `<think>`, tool rows lose their
+    `tool_declare` turn's name and the real system prompt, and without
+    `train_only_last_turn` the prompt's assistant turns are supervised too."""
+    root, records = kimi_run
+    plain, tool, multi = records
+    train = _export(root, "specforge-conversations", tmp_path / "sf")
+    turns = (True, False)
+    configs = [
+        specforge_config(
+            tmp_path,
+            TINY_KIMI,
+            {
+                "train_data_path": str(train),
+                "chat_template": "kimi-k2-thinking",
+                "train_only_last_turn": last,
+                "build_dataset_num_proc": 1,
+                "cache_dir": str(tmp_path / f"cache-{last}"),
+            },
+            name=f"last-turn-{last}",
+        )
+        for last in turns
+    ]
+    loaded = {}
+    for last, result in zip(turns, specforge_load(configs, tmp_path, TINY_KIMI)):
+        assert len(result["rows"]) == len(records)
+        # SpecForge shuffles and keeps no id: find each row by its text.
+        loaded[last] = {
+            kimi.decode(r["input_ids"], skip_special_tokens=False): r for r in result["rows"]
+        }
+
+    def row(last: bool, needle: str) -> dict:
+        (hit,) = [r for text, r in loaded[last].items() if needle in text]
+        return hit
+
+    def supervised(r: dict) -> str:
+        ids = [t for t, m in zip(r["input_ids"], r["loss_mask"]) if m]
+        return kimi.decode(ids, skip_special_tokens=False)
+
+    ids, mask = sequence(plain)
+    got = row(True, "What is 2 + 4?")
+    assert tuple(got["input_ids"]) == ids  # this row re-tokenizes to the same ids...
+    think = len(plain["input_ids"]) - 1
+    assert mask[think] == 0 and got["loss_mask"][think] == 1  # ...but <think> is supervised
+    assert got["loss_mask"][think + 1 :] == list(mask[think + 1 :])
+
+    got = row(True, "Weather in Paris?")
+    text = kimi.decode(got["input_ids"], skip_special_tokens=False)
+    assert "tool_declare" not in text and "You are Kimi." not in text
+    assert text.startswith("<|im_system|>system<|im_middle|># Tools")
+    assert tuple(got["input_ids"]) != sequence(tool)[0]
+
+    assert "Hello!" not in supervised(row(True, "Tell me about the fox."))
+    assert supervised(row(False, "Tell me about the fox.")).startswith("Hello!<|im_end|>")
 
 
 pytestmark_real = pytest.mark.sglang
@@ -74,4 +133,4 @@ def test_specforge_prompts_path_reads_both_id_exports_exactly(generated, tmp_pat
         train = _export(generated, fmt, work / "export")
         assert [tuple(r["input_ids"]) for r in rows_of(train)] == [ids for ids, _ in want]
         config = specforge_config(work, TINY_KIMI, {"prompts_path": str(train)})
-        assert _loaded(specforge_load(config, work)) == want, fmt
+        assert _loaded(specforge_load([config], work)[0]) == want, fmt

@@ -69,7 +69,9 @@ def speculators_load(train_file: Path, tokenizer: Path, work: Path) -> dict[str,
     return json.loads(out.read_text())
 
 
-def specforge_config(work: Path, model: Path, data: dict[str, Any]) -> Path:
+def specforge_config(
+    work: Path, model: Path, data: dict[str, Any], name: str = "specforge"
+) -> Path:
     """A SpecForge 0.2 run config for online training from `data` (the keys draftgen prints),
     with the deployment SpecForge requires for it: disaggregated, a Mooncake store and an
     SGLang capture server (none of which the loader contacts)."""
@@ -87,17 +89,21 @@ def specforge_config(work: Path, model: Path, data: dict[str, Any]) -> Path:
             },
         },
     }
-    path = work / "specforge.yaml"
+    path = work / f"{name}.yaml"
     path.write_text(json.dumps(config))  # JSON is YAML; SpecForge loads it with yaml.safe_load
     return path
 
 
-def specforge_load(config: Path, work: Path, tokenizer: Path | None = None) -> dict[str, Any]:
-    """SpecForge's config validation and prompt preparation (trainer_checks/specforge_loader.py)."""
+def specforge_load(
+    configs: list[Path], work: Path, tokenizer: Path | None = None
+) -> list[dict[str, Any]]:
+    """SpecForge's config validation and prompt preparation for each of `configs`, in one
+    process (trainer_checks/specforge_loader.py)."""
     python = require_trainers()
     out = work / "specforge-loaded.json"
-    argv = [str(python), str(CHECKS / "specforge_loader.py"), str(config), str(out)]
-    _run(argv + ([str(tokenizer)] if tokenizer else []), cwd=work)
+    argv = [str(python), str(CHECKS / "specforge_loader.py"), str(out)]
+    argv += ["--tokenizer", str(tokenizer)] if tokenizer else []
+    _run(argv + [str(c) for c in configs], cwd=work)
     return json.loads(out.read_text())
 
 
