@@ -17,7 +17,7 @@
 #   scripts/trainers-requirements.txt.
 # * One environment for both: they agree on transformers 5.8.1 and datasets 5.1.0, and draftgen's
 #   own venv stays free of trainer pins.
-# Takes about 80 s on 2 cores (torch from disk ~30 s, the rest ~50 s); about 1.5 GB.
+# Takes about 90 s of CPU: 75 s wall on an idle 2-core machine, 6-7 min on a busy one; 1.5 GB.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -104,10 +104,10 @@ def test_specforge_retokenizes_the_conversation_form_with_the_documented_losses(
     assert supervised(row(False, "Tell me about the fox.")).startswith("Hello!<|im_end|>")
 
 
-pytestmark_real = pytest.mark.sglang
+real_server = pytest.mark.sglang  # the records of a real tiny-kimi SGLang run
 
 
-@pytestmark_real
+@real_server
 def test_speculators_prepare_data_and_loader_keep_ids_and_masks(generated, tmp_path):
     records = _records(generated)
     train = _export(generated, "speculators", tmp_path / "spec")
@@ -123,7 +123,7 @@ def test_speculators_prepare_data_and_loader_keep_ids_and_masks(generated, tmp_p
     assert packed["hidden_states_shape"][1] == len(packed["input_ids"])
 
 
-@pytestmark_real
+@real_server
 def test_specforge_prompts_path_reads_both_id_exports_exactly(generated, tmp_path):
     records = _records(generated)
     want = [sequence(r) for r in records]
