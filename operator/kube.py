@@ -110,8 +110,9 @@ class Kube:
         json: Any = None,
         params: dict | None = None,
         content_type: str | None = None,
+        text: bool = False,
     ) -> Any:
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": "*/*" if text else "application/json", "User-Agent": USER_AGENT}
         if content_type:
             headers["Content-Type"] = content_type
         if self._token_fn is not None and (token := self._token_fn()):
@@ -124,6 +125,8 @@ class Kube:
                 error = KubeError(0, f"{method} {url}: {err}")
             else:
                 if rsp.status_code < 400:
+                    if text:
+                        return rsp.text
                     return rsp.json() if rsp.content else {}
                 try:
                     message = rsp.json().get("message") or rsp.text
@@ -146,6 +149,10 @@ class Kube:
             if err.status == 404:
                 return None
             raise
+
+    def get_text(self, url: str) -> str:
+        """A plain-text GET, e.g. a pod's `/metrics` through the API server's pod proxy."""
+        return self._request("GET", url, text=True)
 
     def list(self, kind: str, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
         """Objects whose labels match (filtered here too: not every API server filters)."""
