@@ -23,9 +23,9 @@ def _setup_logging(live: bool, log_format: str = "text") -> None:
     else:
         handler = logging.StreamHandler(sys.stderr)
         if log_format == "json":
-            from .progress import JsonFormatter
+            from .progress import json_logging
 
-            handler.setFormatter(JsonFormatter())
+            json_logging(handler)
         else:
             handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     from draftgen.redact import RedactingFilter

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import os
 import sys
 import time
 from collections import deque
@@ -370,3 +371,50 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             obj["exception"] = self.formatException(record.exc_info)
         return json.dumps(obj, ensure_ascii=False, default=str)
+
+
+LIBRARY_LOGGERS = ("transformers",)
+"""Libraries that print through a handler of their own (transformers warns at import when
+PyTorch is absent, as in the image): in JSON mode their records go through ours instead."""
+
+
+class _ToRootHandlers(logging.Filter):
+    """On a library's logger: hand each record to the root logger's handlers, and drop it from
+    the library's own handler (which would write a plain-text line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for handler in logging.getLogger().handlers:
+            if record.levelno >= handler.level:
+                handler.handle(record)
+        return False
+
+
+def json_logging(handler: logging.Handler) -> None:
+    """Every line of the log one JSON object: our records, Python warnings, and the libraries'
+    records (before the libraries are imported: their import-time warnings too)."""
+    handler.setFormatter(JsonFormatter())
+    os.environ[LOG_FORMAT_ENV] = "json"  # for the spawned tokenizer workers
+    logging.captureWarnings(True)
+    for name in LIBRARY_LOGGERS:
+        library = logging.getLogger(name)
+        if not any(isinstance(f, _ToRootHandlers) for f in library.filters):
+            library.addFilter(_ToRootHandlers())
+
+
+LOG_FORMAT_ENV = "DRAFTGEN_LOG_FORMAT"
+"""Set by `json_logging` for the tokenizer workers (spawned processes start unconfigured)."""
+
+
+def json_logging_from_env() -> bool:
+    return os.environ.get(LOG_FORMAT_ENV) == "json"
+
+
+def worker_logging() -> None:
+    """In a spawned worker: JSON lines on stderr too when the generator logs JSON."""
+    if not json_logging_from_env():
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    json_logging(handler)

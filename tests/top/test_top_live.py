@@ -12,7 +12,7 @@ import pytest
 
 from draftgen.generator.stats import collect
 from draftgen.testing.sglang import free_port
-from tests.generator.gen_helpers import cli, generate_command, prompt_rows, write_job, write_jsonl
+from tests.generator.gen_helpers import CLI, generate_command, prompt_rows, write_job, write_jsonl
 from tests.operator.harness import wait_for
 
 from .tmux import TOP, Tmux, dataset_rows
@@ -59,22 +59,21 @@ def run(tmp_path_factory, tiny_kimi, sglang_server, tmux):
     url = f"http://127.0.0.1:{port}/metrics"
     tmux.start("url", [*TOP, url, "--interval", "0.5"])
     first = tmux.wait_screen("url", "NO DATA")
-    gen = cli(
-        *generate_command(
-            job,
-            out,
-            sglang_server.url,
-            extra=("--metrics-port", str(port), "--metrics-linger", "600"),
-        ),
-        stdout=subprocess.DEVNULL,
-    )
+    log = work / "generator.log"
+    extra = ("--metrics-port", str(port), "--metrics-linger", "600", "--log-format", "json")
+    with open(log, "wb") as sink:
+        gen = subprocess.Popen(
+            [*CLI, *generate_command(job, out, sglang_server.url, extra=extra)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_for(
             lambda: json.loads((out / "manifest.json").read_text()).get("done"),
             "the run to finish",
             timeout=300,
         )
-        yield {"out": out, "url": url, "server": sglang_server.url, "first": first}
+        yield {"out": out, "url": url, "server": sglang_server.url, "first": first, "log": log}
     finally:
         gen.send_signal(signal.SIGTERM)  # ends the metrics linger
         gen.wait(timeout=60)
@@ -86,27 +85,30 @@ def _expected(out):
     return {s.name: s for s in stats}
 
 
-def _check(screen: str, out) -> None:
+def _check(screen: str, out, *, sample_budget: bool = True) -> None:
+    """The screen's figures are the records'. A metrics URL carries only the completion-token
+    budget (draftgen_budget_completion_tokens), a directory's manifest every budget."""
     rows = dataset_rows(screen, DATASETS)
     assert set(rows) == set(DATASETS), screen
     for name, s in _expected(out).items():
         row = rows[name]
         assert s.samples > 0
         completion = f"{s.completion_tokens:,}" + ("/120" if name == "alpha" else "")
-        samples = f"{s.samples:,}" + ("/7" if name == "beta" else "")
+        samples = f"{s.samples:,}" + ("/7" if name == "beta" and sample_budget else "")
         assert row["completion"] == completion, (name, screen)
         assert row["prompt"] == f"{s.prompt_tokens:,}", (name, screen)
         assert row["samples"] == samples, (name, screen)
         assert row["trunc"] == f"{100 * s.truncation_rate:.1f}%", (name, screen)
         assert row["rejects"] == f"{s.rejects:,}", (name, screen)
-        assert row["%"] == "100%", (name, screen)
+        assert row["%"] == "100%", (name, screen)  # done
     assert "job DONE" in screen
 
 
 def test_top_on_the_metrics_url_shows_the_records_and_quits_on_q(tmux, run):
     assert "NO DATA from " + run["url"] in run["first"]
     screen = tmux.wait_screen("url", "job DONE")
-    _check(screen, run["out"])
+    print(screen)
+    _check(screen, run["out"], sample_budget=False)
     assert "NO DATA" not in screen
     # the server the generator sends to, with its live gauges and a verdict
     server_line = next(line for line in screen.splitlines() if run["server"] in line)
@@ -122,3 +124,22 @@ def test_top_on_the_output_directory_agrees_and_quits_on_ctrl_c(tmux, run):
     _check(screen, run["out"])
     tmux.keys("dir", "C-c")
     assert tmux.exit_status("dir") == 0
+
+
+def test_the_json_log_is_one_object_a_line_with_the_records_counts(run):
+    """`--log-format json` on the same real run: every line an object; the last progress
+    object's counts are the records'."""
+    lines = [line for line in run["log"].read_text().splitlines() if line.strip()]
+    objects = [json.loads(line) for line in lines]  # every line parses
+    progress = [o for o in objects if o.get("event") == "progress"]
+    assert progress, lines[-5:]
+    last = {d["dataset"]: d for d in progress[-1]["datasets"]}
+    for name, s in _expected(run["out"]).items():
+        d = last[name]
+        assert (d["samples"], d["completion_tokens"], d["prompt_tokens"]) == (
+            s.samples,
+            s.completion_tokens,
+            s.prompt_tokens,
+        )
+        assert d["rejects"] == s.rejects and d["done"]
+    assert [srv["server"] for srv in progress[-1]["servers"]] == [run["server"]]

@@ -41,9 +41,12 @@ class Tmux:
         adds to it)."""
         extra = {"PYTHONUNBUFFERED": "1", **(env or {})}
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in extra.items())
-        # COLUMNS/LINES of the test's own terminal would override the pane's size.
+        # COLUMNS/LINES of the test's own terminal would override the pane's size. The shell
+        # outlives a Ctrl-C to report the exit status (a trap, not an ignore: the command gets
+        # SIGINT's default back).
         command = (
-            f"unset COLUMNS LINES; env {exports} {shlex.join(argv)}; echo {EXIT_MARK}$?; sleep 3600"
+            f"trap : INT; unset COLUMNS LINES; env {exports} {shlex.join(argv)}; "
+            f"echo {EXIT_MARK}$?; sleep 3600"
         )
         self._tmux(
             "new-session",
