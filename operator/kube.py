@@ -75,8 +75,9 @@ class Kube:
         self._http = httpx.Client(base_url=host.rstrip("/"), verify=verify, timeout=timeout)
 
     @classmethod
-    def from_environment(cls) -> Kube:
-        """In-cluster credentials, else `$KUBECONFIG` (or ~/.kube/config), read now."""
+    def from_environment(cls, **options: Any) -> Kube:
+        """In-cluster credentials, else `$KUBECONFIG` (or ~/.kube/config), read now; `options`
+        as the constructor takes them (`attempts`, `timeout`)."""
         from kubernetes import client, config
 
         cfg = client.Configuration()
@@ -96,7 +97,7 @@ class Kube:
                 return None
             return value if value.lower().startswith("bearer ") else f"Bearer {value}"
 
-        return cls(cfg.host, token_fn=token, verify=_tls_context(cfg))
+        return cls(cfg.host, token_fn=token, verify=_tls_context(cfg), **options)
 
     def close(self) -> None:
         self._http.close()

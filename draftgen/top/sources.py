@@ -125,7 +125,11 @@ class ClusterSource:
 
         self.name = name
         self.namespace = namespace
-        self.kube = kube if kube is not None else Kube.from_environment()
+        # One attempt, a short timeout: the next refresh is the retry, and a pod that does not
+        # answer must not freeze the screen.
+        self.kube = (
+            kube if kube is not None else Kube.from_environment(attempts=1, timeout=TIMEOUT_SECONDS)
+        )
         self.source = f"gj/{name} -n {namespace}"
 
     def _proxy(self, pod: str, port: int, path: str) -> str:
