@@ -325,19 +325,21 @@ def text_block(summary: dict[str, Any]) -> str:
         budget = d["budget"]
         limit = budget.get("completionTokens")
         tokens = f"{d['completion_tokens']:,}" + (f"/{limit:,}" if limit is not None else "")
-        extra = []
+        samples = f"{d['samples']:,}" + (
+            f"/{budget['maxSamples']:,}" if budget.get("maxSamples") is not None else ""
+        )
+        total = ""
         if budget.get("totalTokens") is not None:
-            total = d["prompt_tokens"] + d["completion_tokens"]
-            extra.append(f"total {total:,}/{budget['totalTokens']:,}")
-        if budget.get("maxSamples") is not None:
-            extra.append(f"samples {d['samples']:,}/{budget['maxSamples']:,}")
+            whole = d["prompt_tokens"] + d["completion_tokens"]
+            total = f"total {whole:,}/{budget['totalTokens']:,}  "
         reasons = ", ".join(f"{k} {v:,}" for k, v in d["rejects_by_reason"].items())
+        share = d["percent_of_budget"]
+        pct = "-" if share is None else f"{share:.0f}%"
         lines.append(
             f"  {d['dataset']:<{width}}  {d['state']:<19} "
-            f"{_cell(d['percent_of_budget'], '.0f', '-')}%  completion {tokens}  "
-            f"prompt {d['prompt_tokens']:,}  {d['samples']:,} samples  "
-            + ("".join(f"{e}  " for e in extra))
-            + f"{d['tokens_per_second']:,.0f} tok/s  ETA {_fmt_eta(d['eta_seconds'])}  "
+            f"{pct:>4}  completion {tokens}  "
+            f"prompt {d['prompt_tokens']:,}  {total}samples {samples}  "
+            f"{d['tokens_per_second']:,.0f} tok/s  ETA {_fmt_eta(d['eta_seconds'])}  "
             f"truncated {100 * d['truncation_rate']:.1f}%  rejects {d['rejects']:,}"
             + (f" ({reasons})" if reasons else "")
         )

@@ -328,7 +328,7 @@ def build_view(history: Sequence[Snapshot]) -> View:
 def _job_eta(snap: Snapshot, rate: float | None, done: bool) -> float | None:
     if done:
         return 0.0
-    if snap.eta_seconds is not None:
+    if snap.eta_seconds:  # the generator's gauge reads 0 until it knows a rate
         return snap.eta_seconds
     if not rate:
         return None

@@ -68,6 +68,7 @@ def test_text_is_a_readable_block(caplog):
     lines = block.splitlines()
     assert len(lines) == 4  # header, two datasets, one server
     assert "250 tok/s" in lines[0] and "4 samples" in lines[0] and "ETA 2s" in lines[0]
+    assert "samples 2  " in lines[1]
     assert "code" in lines[1] and "completion 500/1,000" in lines[1]
     assert "truncated 50.0%" in lines[1] and "(prompt_too_long 2, request_failed 1)" in lines[1]
     assert "samples 2/2" in lines[2]
