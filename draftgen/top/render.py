@@ -158,11 +158,17 @@ def render(view: View, interval: float | None = None) -> RenderableType:
     for alarm in view.alarms:
         parts.append(Text(f" {alarm} ", style="bold white on red"))
     state = "DONE" if t.done else "running"
+    finished = sum(1 for d in view.datasets if d.state not in ("running", "waiting"))
+    share = (
+        f"{percent(t.fraction)} of the token budget"
+        if t.fraction is not None
+        else f"{finished}/{len(view.datasets)} datasets done"
+    )
     parts.append(
         Text.assemble(
             ("job ", "bold"),
             (state, "bold green" if t.done else "bold cyan"),
-            f"  {percent(t.fraction)} of budget",
+            f"  {share}",
             f"  completion {of(t.completion_tokens, t.completion_budget)}",
             f"  prompt {count(t.prompt_tokens)}",
             f"  samples {count(t.samples)}",

@@ -63,10 +63,10 @@ class Tmux:
         )
 
     def screen(self, name: str) -> str:
-        return self._tmux("capture-pane", "-p", "-t", name)
+        return self._tmux("capture-pane", "-p", "-t", f"={name}:")
 
     def keys(self, name: str, *keys: str) -> None:
-        self._tmux("send-keys", "-t", name, *keys)
+        self._tmux("send-keys", "-t", f"={name}:", *keys)
 
     def wait_screen(self, name: str, text: str, timeout: float = 120.0) -> str:
         def shown() -> str | None:
