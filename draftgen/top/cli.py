@@ -8,10 +8,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 from .model import History, build_view
-from .sources import ClusterSource, DirectorySource, MetricsSource, Source
+from .sources import ClusterSource, DirectorySource, MetricsSource, NoCluster, Source
 
 JOB_PREFIXES = ("gj/", "generationjob/", "generationjobs/", "generationjob.draftgen.io/")
 QUIT_KEYS = ("q", "Q")
@@ -42,7 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--interval", type=float, default=2.0, help="seconds between readings (default 2)"
     )
     parser.add_argument(
-        "--once", action="store_true", help="print one screen and exit (no live view)"
+        "--once",
+        action="store_true",
+        help="print one screen (from two readings --interval apart) and exit",
     )
 
 
@@ -67,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         source = make_source(args.target, args.namespace, args.server)
-    except TargetError as err:
+    except (TargetError, NoCluster) as err:
         print(err, file=sys.stderr)
         return 2
     history = History()
@@ -76,8 +79,11 @@ def run(args: argparse.Namespace) -> int:
     console = Console(width=120) if piped else Console()
     try:
         if args.once or not console.is_terminal:
+            # Two readings `interval` apart, so rates and ETAs are known.
             history.add(source.read())
-            console.print(render(build_view(history.items)))
+            time.sleep(args.interval)
+            history.add(source.read())
+            console.print(render(build_view(history.items), live=False))
             return 0
         return _live(source, history, console, args.interval)
     finally:

@@ -128,6 +128,8 @@ class History:
         self._items: deque[Snapshot] = deque()
 
     def add(self, snap: Snapshot) -> None:
+        if self._items and snap.at < self._items[-1].at:
+            self._items.clear()  # a clock that went back (another source, a new run): start over
         self._items.append(snap)
         while self._items and self._items[0].at < snap.at - self.keep:
             self._items.popleft()

@@ -145,7 +145,7 @@ def _servers(rows: tuple[ServerRow, ...]) -> Table:
     return table
 
 
-def render(view: View, interval: float | None = None) -> RenderableType:
+def render(view: View, interval: float | None = None, *, live: bool = True) -> RenderableType:
     t = view.totals
     now = datetime.datetime.fromtimestamp(view.at, datetime.UTC)
     title = Text.assemble(
@@ -190,6 +190,7 @@ def render(view: View, interval: float | None = None) -> RenderableType:
         parts.append(_servers(view.servers))
     for note in view.notes:
         parts.append(Text(f"note: {note}", style="yellow"))
-    every = f" · refresh {interval:g}s" if interval else ""
-    parts.append(Text(f"q or Ctrl-C quits{every}", style="dim"))
+    if live:
+        every = f" · refresh {interval:g}s" if interval else ""
+        parts.append(Text(f"q or Ctrl-C quits{every}", style="dim"))
     return Group(*parts)

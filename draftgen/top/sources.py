@@ -27,6 +27,10 @@ STALE_SECONDS = 60.0
 """A job manifest older than this while the job is not done: the generator is not writing."""
 
 
+class NoCluster(Exception):
+    """No kubeconfig or in-cluster credentials to read a GenerationJob with."""
+
+
 class Source(Protocol):
     def read(self) -> Snapshot: ...
 
@@ -69,9 +73,12 @@ class DirectorySource:
                 f"{path.name} last written {now - got.updated_at:,.0f}s ago: is the generator "
                 "still running?"
             )
+        # The figures are as of the manifest's write (every 5 s), not of this read: rates over
+        # two reads of the same manifest are unknown, not zero.
+        at = got.updated_at if got.updated_at is not None and got.updated_at <= now else now
         return Snapshot(
             source,
-            now,
+            at,
             datasets=tuple(got.datasets),
             servers=servers,
             throughput=got.throughput,
@@ -121,15 +128,20 @@ class ClusterSource:
     """A GenerationJob `name` in `namespace`, read with the operator's own API client."""
 
     def __init__(self, name: str, namespace: str, kube: Any = None) -> None:
+        from kubernetes.config import ConfigException
+
         from draftgen.controller.kube import Kube
 
         self.name = name
         self.namespace = namespace
-        # One attempt, a short timeout: the next refresh is the retry, and a pod that does not
-        # answer must not freeze the screen.
-        self.kube = (
-            kube if kube is not None else Kube.from_environment(attempts=1, timeout=TIMEOUT_SECONDS)
-        )
+        if kube is None:
+            # One attempt, a short timeout: the next refresh is the retry, and a pod that does
+            # not answer must not freeze the screen.
+            try:
+                kube = Kube.from_environment(attempts=1, timeout=TIMEOUT_SECONDS)
+            except (ConfigException, OSError) as err:
+                raise NoCluster(f"gj/{name}: no cluster credentials: {err}") from None
+        self.kube = kube
         self.source = f"gj/{name} -n {namespace}"
 
     def _proxy(self, pod: str, port: int, path: str) -> str:
