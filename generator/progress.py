@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -334,7 +335,7 @@ def text_block(summary: dict[str, Any]) -> str:
             total = f"total {whole:,}/{budget['totalTokens']:,}  "
         reasons = ", ".join(f"{k} {v:,}" for k, v in d["rejects_by_reason"].items())
         share = d["percent_of_budget"]
-        pct = "-" if share is None else f"{share:.0f}%"
+        pct = "-" if share is None else f"{math.floor(share + 1e-9)}%"  # 99.6 is not 100
         lines.append(
             f"  {d['dataset']:<{width}}  {d['state']:<19} "
             f"{pct:>4}  completion {tokens}  "

@@ -56,11 +56,10 @@ def make_source(target: str, namespace: str, servers: list[str]) -> Source:
     if target.startswith(("http://", "https://")):
         return MetricsSource(target, servers)
     path = Path(target)
-    if path.is_dir():
-        return DirectorySource(path, servers)
-    raise TargetError(
-        f"{target}: not gj/NAME, an http(s):// metrics URL, or an existing output directory"
-    )
+    if path.exists() and not path.is_dir():
+        raise TargetError(f"{target}: not gj/NAME, an http(s):// metrics URL, or a directory")
+    # A directory that does not exist yet is a run about to start: NO DATA until it writes.
+    return DirectorySource(path, servers)
 
 
 def run(args: argparse.Namespace) -> int:

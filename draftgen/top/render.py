@@ -5,6 +5,7 @@ million); an unknown figure is `-`."""
 from __future__ import annotations
 
 import datetime
+import math
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -39,6 +40,11 @@ def of(n: int, limit: int | None) -> str:
 
 def percent(x: float | None, digits: int = 0) -> str:
     return "-" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def share(x: float | None) -> str:
+    """A share of a budget, rounded down: 99.6% is `99%`, never a `100%` that is not met."""
+    return "-" if x is None else f"{math.floor(100 * x + 1e-9)}%"
 
 
 def duration(seconds: float | None) -> str:
@@ -89,7 +95,7 @@ def _datasets(rows: tuple[DatasetRow, ...]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), expand=False)
     cells = [
         [
-            percent(row.fraction),
+            share(row.fraction),
             of(row.completion_tokens, row.completion_budget),
             of(row.prompt_tokens + row.completion_tokens, row.total_budget)
             if row.total_budget is not None
@@ -159,8 +165,8 @@ def render(view: View, interval: float | None = None, *, live: bool = True) -> R
         parts.append(Text(f" {alarm} ", style="bold white on red"))
     state = "DONE" if t.done else "running"
     finished = sum(1 for d in view.datasets if d.state not in ("running", "waiting"))
-    share = (
-        f"{percent(t.fraction)} of the token budget"
+    progress = (
+        f"{share(t.fraction)} of the token budget"
         if t.fraction is not None
         else f"{finished}/{len(view.datasets)} datasets done"
     )
@@ -168,7 +174,7 @@ def render(view: View, interval: float | None = None, *, live: bool = True) -> R
         Text.assemble(
             ("job ", "bold"),
             (state, "bold green" if t.done else "bold cyan"),
-            f"  {share}",
+            f"  {progress}",
             f"  completion {of(t.completion_tokens, t.completion_budget)}",
             f"  prompt {count(t.prompt_tokens)}",
             f"  samples {count(t.samples)}",

@@ -65,6 +65,13 @@ def test_abbreviations_stay_distinct_and_short():
     assert short[4] == "reasoning"
 
 
+def test_a_share_is_rounded_down():
+    from draftgen.top.render import share
+
+    assert share(0.996) == "99%" and share(1.0) == "100%" and share(0.29) == "29%"
+    assert share(None) == "-"
+
+
 def test_counts_are_exact_below_a_million():
     assert count(999_999) == "999,999"
     assert count(12_345_678) == "12.35M"
