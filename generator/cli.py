@@ -93,6 +93,18 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         with open_tokenizer(job, base_dir) as ctx:
+            # The preflight before any server is waited for: a missing source or a template
+            # that breaks this dataset's rows shows in seconds, not after the model loaded.
+            from .input_preflight import check_inputs, problems
+
+            report, code = check_inputs(job, base_dir, ctx, confine=args.inputs, strict=False)
+            for ds in report.datasets:
+                if ds.warning:
+                    log.warning("%s", ds.warning)
+            if not report.passed:
+                for line in problems(report):
+                    log.error("refusing to start: %s", line)
+                return code
 
             def source(dataset, skip_ids, max_prompt_tokens):
                 return iter_samples(
