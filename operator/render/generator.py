@@ -27,7 +27,11 @@ CONFIG_KEY = "job.yaml"
 def job_document(
     name: str, namespace: str, spec: dict[str, Any], labels: dict[str, str] | None = None
 ) -> str:
-    """The GenerationJob YAML the generator reads: the user's spec, no status, no bookkeeping."""
+    """The GenerationJob YAML the generator reads: the user's spec, no status, no bookkeeping;
+    `hf://` weights the operator downloads read as their path on the models volume."""
+    from .first_run import on_volume
+
+    spec = on_volume(spec)
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
         meta["labels"] = dict(labels)
@@ -164,7 +168,9 @@ def job(
         {"name": "HF_HOME", "value": "/tmp/huggingface"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
     ]
-    if not is_hub(spec.model.tokenizer_location):
+    from .first_run import downloads
+
+    if not is_hub(spec.model.tokenizer_location) or (downloads(spec) and not spec.model.tokenizer):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     if spec.model.hf_token_secret is not None:
         env.append(

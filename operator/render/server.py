@@ -39,10 +39,13 @@ HEALTH_GENERATE_TIMEOUT_SECONDS = 30
 
 def server_args(spec: GenerationJobSpec) -> list[str]:
     """`python3 -m sglang.launch_server` arguments for the spec; each flag from one spec field."""
+    from .first_run import downloads, volume_path
+
     s = spec.server
     args = [
         F.MODEL_PATH,
-        loader_name(spec.model.weights),
+        # hf:// weights the download Job put on the models volume are read from there.
+        volume_path(spec) if downloads(spec) else loader_name(spec.model.weights),
         F.HOST,
         "0.0.0.0",
         F.PORT,
@@ -88,7 +91,9 @@ def _env(spec: GenerationJobSpec) -> list[dict[str, Any]]:
         {"name": "TORCHINDUCTOR_CACHE_DIR", "value": f"{HOME}/.cache/torchinductor"},
         {"name": "TMPDIR", "value": "/tmp"},
     ]
-    if not is_hub(spec.model.weights):
+    from .first_run import downloads
+
+    if not is_hub(spec.model.weights) or downloads(spec):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     secret = spec.model.hf_token_secret
     if secret is not None:

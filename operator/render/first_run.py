@@ -1,0 +1,308 @@
+"""What runs before the GPUs are booked, as Kubernetes objects: pure functions of a validated spec.
+
+- The **model download Job** (`hf://` weights with `model.volume`): `draftgen download` fetches
+  the repository at `model.revision` into `<volume>/hub/<ORG>/<NAME>` with
+  `huggingface_hub.snapshot_download`; a retried or restarted pod fetches only what is missing.
+  The server then reads that path (`on_volume`), offline.
+- The **preflight Job**: `draftgen preflight` reads the job document (the generator's
+  ConfigMap), opens every source on the inputs volume, reads each dataset's first rows through the
+  real parsers and the tokenizer from the models volume. CPU only, the generator's image. It
+  reports by exit code and termination message (the report as JSON, `contract.preflight_cli`).
+
+Both are `batch/v1` Jobs with the generator's pod hardening (read-only root, unprivileged, no
+service account token); only the download Job mounts the models volume writable.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from draftgen.contract import download_cli, preflight_cli
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.contract.model_location import HubModel, is_hub, parse
+from draftgen.spec import GenerationJobSpec
+
+from .. import names
+from ..settings import OperatorSettings
+
+DOWNLOAD_RETRIES = 6
+"""Pod retries of the download Job: each resumes where the last one stopped."""
+PREFLIGHT_RETRIES = 1
+"""A preflight that fails on the inputs fails the Job at once (exit code); this covers a lost
+node."""
+
+
+def downloads(spec: GenerationJobSpec) -> bool:
+    """The operator fetches the weights first: `hf://` weights with a models volume."""
+    return spec.model.volume is not None and is_hub(spec.model.weights)
+
+
+def volume_path(spec: GenerationJobSpec) -> str:
+    """Where the download Job puts the weights (and the server reads them)."""
+    assert spec.model.volume is not None
+    repo = parse(spec.model.weights)
+    assert isinstance(repo, HubModel)
+    return download_cli.hub_dir(spec.model.volume.mount_path, repo.repo_id)
+
+
+def on_volume(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec as the pods see it once the weights are on the volume: `hf://` weights (and a
+    tokenizer that is the same repository) become the volume path, the revision is dropped (it
+    was fetched). Anything else comes back unchanged."""
+    model = spec.get("model") or {}
+    weights, volume = model.get("weights"), model.get("volume")
+    if not (isinstance(weights, str) and is_hub(weights) and isinstance(volume, dict)):
+        return spec
+    mount = str(volume.get("mountPath") or "")
+    repo = parse(weights)
+    if not mount or not isinstance(repo, HubModel):
+        return spec
+    out = copy.deepcopy(spec)
+    path = download_cli.hub_dir(mount, repo.repo_id)
+    out["model"]["weights"] = path
+    if model.get("tokenizer") in (None, weights):
+        out["model"].pop("tokenizer", None)
+    out["model"].pop("revision", None)
+    return out
+
+
+def _hf_token(spec: GenerationJobSpec) -> list[dict[str, Any]]:
+    secret = spec.model.hf_token_secret
+    if secret is None:
+        return []
+    # The token only ever travels as a secretKeyRef: never in args, the spec or the status.
+    ref = {"secretKeyRef": {"name": secret.name, "key": secret.key}}
+    return [{"name": "HF_TOKEN", "valueFrom": ref}]
+
+
+def _pod(
+    job: str,
+    component: str,
+    container: dict[str, Any],
+    volumes: list[dict[str, Any]],
+    settings: OperatorSettings,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    uid = settings.run_as_user or 1000
+    return {
+        "metadata": {
+            "labels": names.labels(job, component),
+            **({"annotations": annotations} if annotations else {}),
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "enableServiceLinks": False,
+            "automountServiceAccountToken": False,
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": uid,
+                "runAsGroup": uid,
+                "fsGroup": uid,
+                "fsGroupChangePolicy": "OnRootMismatch",
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [container],
+            "volumes": volumes,
+        },
+    }
+
+
+def _container(name: str, image: str, args: list[str], env: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["draftgen"],
+        "args": args,
+        "env": [
+            {"name": "HOME", "value": "/tmp"},
+            {"name": "HF_HOME", "value": "/tmp/huggingface"},
+            {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+            *env,
+        ],
+        # The report (or the resolved commit) as written; the log's end if the process crashed.
+        "terminationMessagePath": preflight_cli.TERMINATION_LOG,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+        },
+    }
+
+
+def _fail_fast(container: str, codes: list[int]) -> dict[str, Any]:
+    return {
+        "rules": [
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": container, "operator": "In", "values": codes},
+            },
+            {
+                "action": "Ignore",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            },
+        ]
+    }
+
+
+def _batch_job(
+    name: str,
+    namespace: str,
+    job: str,
+    component: str,
+    annotations: dict[str, str],
+    retries: int,
+    policy: dict[str, Any],
+    pod: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": names.labels(job, component),
+            "annotations": annotations,
+        },
+        "spec": {
+            "backoffLimit": retries,
+            "completions": 1,
+            "parallelism": 1,
+            "podFailurePolicy": policy,
+            "template": pod,
+        },
+    }
+
+
+def revision_key(spec: GenerationJobSpec) -> str:
+    """What the download Job fetches, as its annotation: `ORG/NAME@REVISION`."""
+    repo = parse(spec.model.weights)
+    assert isinstance(repo, HubModel)
+    return f"{repo.repo_id}@{spec.model.revision or 'main'}"
+
+
+def download_job(
+    spec: GenerationJobSpec, job: str, namespace: str, settings: OperatorSettings
+) -> dict[str, Any]:
+    """The model download Job `<job>-model-download` (only when `downloads(spec)`)."""
+    assert spec.model.volume is not None
+    repo = parse(spec.model.weights)
+    assert isinstance(repo, HubModel)
+    args = download_cli.DownloadArgs(
+        repo=repo.repo_id,
+        to=volume_path(spec),
+        revision=spec.model.revision,
+        metrics_port=download_cli.METRICS_PORT,
+        report=preflight_cli.TERMINATION_LOG,
+    ).argv()
+    container = _container(
+        names.DOWNLOAD_CONTAINER,
+        spec.generator.image or settings.generator_image,
+        args,
+        [{"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}, *_hf_token(spec)],
+    )
+    container["ports"] = [
+        {"name": "metrics", "containerPort": download_cli.METRICS_PORT, "protocol": "TCP"}
+    ]
+    container["resources"] = {
+        "requests": {"cpu": "1", "memory": "2Gi"},
+        "limits": {"memory": "8Gi"},
+    }
+    container["volumeMounts"] = [
+        {"name": "model", "mountPath": spec.model.volume.mount_path},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ]
+    volumes = [
+        {"name": "model", "persistentVolumeClaim": {"claimName": spec.model.volume.claim_name}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
+    ]
+    # A repository or revision that does not exist, or a refused token: retrying cannot help.
+    policy = _fail_fast(names.DOWNLOAD_CONTAINER, [int(ExitCode.INVALID)])
+    return _batch_job(
+        names.download_name(job),
+        namespace,
+        job,
+        "model-download",
+        {names.REVISION_ANNOTATION: revision_key(spec)},
+        DOWNLOAD_RETRIES,
+        policy,
+        _pod(job, "model-download", container, volumes, settings),
+    )
+
+
+def preflight_job(
+    spec: GenerationJobSpec,
+    job: str,
+    namespace: str,
+    document: str,
+    generation: int | None,
+    settings: OperatorSettings,
+) -> dict[str, Any]:
+    """The preflight Job `<job>-preflight`: reads the generator's ConfigMap, the inputs and the
+    model volume (read-only)."""
+    from .generator import CONFIG_KEY, config_hash
+
+    args = preflight_cli.PreflightArgs(
+        job=names.JOB_FILE, inputs=spec.inputs.mount_path, report=preflight_cli.TERMINATION_LOG
+    ).argv()
+    env = (
+        []
+        if is_hub(spec.model.tokenizer_location) and not downloads(spec)
+        else [{"name": "HF_HUB_OFFLINE", "value": "1"}]
+    )
+    container = _container(
+        names.PREFLIGHT_CONTAINER,
+        spec.generator.image or settings.generator_image,
+        args,
+        env + _hf_token(spec),
+    )
+    container["resources"] = {
+        "requests": {"cpu": "1", "memory": "2Gi"},
+        "limits": {"memory": "8Gi"},
+    }
+    mounts: list[dict[str, Any]] = [
+        {"name": "job", "mountPath": names.JOB_FILE_DIR, "readOnly": True},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ]
+    volumes: list[dict[str, Any]] = [
+        {
+            "name": "job",
+            "configMap": {
+                "name": names.generator_name(job),
+                "items": [{"key": CONFIG_KEY, "path": CONFIG_KEY}],
+            },
+        },
+        {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
+    ]
+    for name, claim, mount in (
+        ("inputs", spec.inputs.claim_name, spec.inputs.mount_path),
+        (
+            "model",
+            spec.model.volume.claim_name if spec.model.volume else None,
+            spec.model.volume.mount_path if spec.model.volume else None,
+        ),
+    ):
+        if claim and mount:
+            mounts.append({"name": name, "mountPath": mount, "readOnly": True})
+            volumes.append(
+                {"name": name, "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}
+            )
+    container["volumeMounts"] = mounts
+    policy = _fail_fast(names.PREFLIGHT_CONTAINER, [int(ExitCode.INVALID), int(ExitCode.INTEGRITY)])
+    annotations = {
+        names.CONFIG_HASH_ANNOTATION: config_hash(document),
+        names.GENERATION_ANNOTATION: str(generation or 0),
+    }
+    return _batch_job(
+        names.preflight_name(job),
+        namespace,
+        job,
+        "preflight",
+        annotations,
+        PREFLIGHT_RETRIES,
+        policy,
+        _pod(job, "preflight", container, volumes, settings),
+    )
