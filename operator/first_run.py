@@ -30,6 +30,7 @@ from .children import Children
 from .kube import Kube
 from .phases import Event
 from .render import first_run as render_first_run
+from .render import model_volume
 from .settings import OperatorSettings
 
 
@@ -59,7 +60,7 @@ class FirstRun:
         meta = owner["metadata"]
         job, namespace = meta["name"], meta.get("namespace") or "default"
         gen = meta.get("generation")
-        if render_first_run.downloads(spec):
+        if model_volume.downloads(spec):
             gate = self._download(owner, spec, status, job, namespace, gen, now)
             if gate is not None:
                 return gate
@@ -88,7 +89,7 @@ class FirstRun:
         model = status.model if status.model and status.model.repo == repo.repo_id else None
         model = model or ModelDownloadStatus(repo=repo.repo_id)
         model.revision = spec.model.revision
-        model.path = render_first_run.volume_path(spec)
+        model.path = model_volume.volume_path(spec)
         have = self.children.download_job(job, namespace, uid)
         action = decisions.download_action(have, render_first_run.revision_key(spec))
         if action == "start":

@@ -8,7 +8,7 @@ from draftgen.spec import parse_spec
 
 from .. import names
 from ..settings import OperatorSettings, effective_spec
-from . import first_run, generator, network, server
+from . import first_run, generator, model_volume, network, server
 
 
 def render_all(
@@ -22,7 +22,7 @@ def render_all(
     document = generator.job_document(name, namespace, spec)
     endpoints = names.server_endpoints(name, namespace, parsed.server.replicas, parsed.server.port)
     before: list[dict[str, Any]] = []
-    if first_run.downloads(parsed):
+    if model_volume.downloads(parsed):
         before.append(first_run.download_job(parsed, name, namespace, settings))
     config = generator.config_map(name, namespace, document)
     if settings.preflight:
@@ -37,4 +37,4 @@ def render_all(
     ]
 
 
-__all__ = ["first_run", "generator", "network", "render_all", "server"]
+__all__ = ["first_run", "generator", "model_volume", "network", "render_all", "server"]

@@ -15,7 +15,6 @@ service account token); only the download Job mounts the models volume writable.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from draftgen.contract import download_cli, preflight_cli
@@ -25,46 +24,14 @@ from draftgen.spec import GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
+from .generator import CONFIG_KEY, config_hash
+from .model_volume import downloads, volume_path
 
 DOWNLOAD_RETRIES = 6
 """Pod retries of the download Job: each resumes where the last one stopped."""
 PREFLIGHT_RETRIES = 1
 """A preflight that fails on the inputs fails the Job at once (exit code); this covers a lost
 node."""
-
-
-def downloads(spec: GenerationJobSpec) -> bool:
-    """The operator fetches the weights first: `hf://` weights with a models volume."""
-    return spec.model.volume is not None and is_hub(spec.model.weights)
-
-
-def volume_path(spec: GenerationJobSpec) -> str:
-    """Where the download Job puts the weights (and the server reads them)."""
-    assert spec.model.volume is not None
-    repo = parse(spec.model.weights)
-    assert isinstance(repo, HubModel)
-    return download_cli.hub_dir(spec.model.volume.mount_path, repo.repo_id)
-
-
-def on_volume(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec as the pods see it once the weights are on the volume: `hf://` weights (and a
-    tokenizer that is the same repository) become the volume path, the revision is dropped (it
-    was fetched). Anything else comes back unchanged."""
-    model = spec.get("model") or {}
-    weights, volume = model.get("weights"), model.get("volume")
-    if not (isinstance(weights, str) and is_hub(weights) and isinstance(volume, dict)):
-        return spec
-    mount = str(volume.get("mountPath") or "")
-    repo = parse(weights)
-    if not mount or not isinstance(repo, HubModel):
-        return spec
-    out = copy.deepcopy(spec)
-    path = download_cli.hub_dir(mount, repo.repo_id)
-    out["model"]["weights"] = path
-    if model.get("tokenizer") in (None, weights):
-        out["model"].pop("tokenizer", None)
-    out["model"].pop("revision", None)
-    return out
 
 
 def _hf_token(spec: GenerationJobSpec) -> list[dict[str, Any]]:
@@ -243,7 +210,6 @@ def preflight_job(
 ) -> dict[str, Any]:
     """The preflight Job `<job>-preflight`: reads the generator's ConfigMap, the inputs and the
     model volume (read-only)."""
-    from .generator import CONFIG_KEY, config_hash
 
     args = preflight_cli.PreflightArgs(
         job=names.JOB_FILE, inputs=spec.inputs.mount_path, report=preflight_cli.TERMINATION_LOG

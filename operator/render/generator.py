@@ -20,6 +20,7 @@ from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
+from .model_volume import downloads, on_volume
 
 CONFIG_KEY = "job.yaml"
 
@@ -29,8 +30,6 @@ def job_document(
 ) -> str:
     """The GenerationJob YAML the generator reads: the user's spec, no status, no bookkeeping;
     `hf://` weights the operator downloads read as their path on the models volume."""
-    from .first_run import on_volume
-
     spec = on_volume(spec)
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
@@ -168,9 +167,9 @@ def job(
         {"name": "HF_HOME", "value": "/tmp/huggingface"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
     ]
-    from .first_run import downloads
-
-    if not is_hub(spec.model.tokenizer_location) or (downloads(spec) and not spec.model.tokenizer):
+    if not is_hub(spec.model.tokenizer_location) or (
+        downloads(spec) and spec.model.tokenizer in (None, spec.model.weights)
+    ):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     if spec.model.hf_token_secret is not None:
         env.append(

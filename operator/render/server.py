@@ -29,6 +29,7 @@ from draftgen.spec import GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
+from .model_volume import downloads, volume_path
 
 HOME = "/home/sglang"
 METRICS_PATH = "/metrics"
@@ -39,8 +40,6 @@ HEALTH_GENERATE_TIMEOUT_SECONDS = 30
 
 def server_args(spec: GenerationJobSpec) -> list[str]:
     """`python3 -m sglang.launch_server` arguments for the spec; each flag from one spec field."""
-    from .first_run import downloads, volume_path
-
     s = spec.server
     args = [
         F.MODEL_PATH,
@@ -91,8 +90,6 @@ def _env(spec: GenerationJobSpec) -> list[dict[str, Any]]:
         {"name": "TORCHINDUCTOR_CACHE_DIR", "value": f"{HOME}/.cache/torchinductor"},
         {"name": "TMPDIR", "value": "/tmp"},
     ]
-    from .first_run import downloads
-
     if not is_hub(spec.model.weights) or downloads(spec):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     secret = spec.model.hf_token_secret
