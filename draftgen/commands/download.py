@@ -12,13 +12,14 @@ and the bytes on disk are served as two gauges (`contract.download_cli`) the ope
 `status.model`; at the end the resolved commit is written to `--report` as `{"commit": ...}`.
 
 Exit codes (`ExitCode`): 0 done; 2 the repository, revision or token is refused (a retry cannot
-help: the Job fails at once); 7 the hub could not be reached or broke off (the Job's next pod
-resumes).
+help: the Job fails at once); 5 the volume is full; 7 the hub could not be reached or broke off
+(the Job's next pod resumes).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -118,6 +119,13 @@ def run(args: argparse.Namespace) -> int:
         if stop is not None:
             stop.set()
     except Exception as err:  # every hub error: refused (fatal) or unreachable (retried)
+        if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+            print(
+                f"{where}: the models volume is full ({to}); give model.volume a larger claim "
+                "(Kimi-K2.5 needs about 600 GB) and run again: complete files are kept",
+                file=sys.stderr,
+            )
+            return ExitCode.DISK_FULL
         if _refused(err):
             print(
                 f"{where}: repository, revision or token refused ({type(err).__name__}: "

@@ -186,8 +186,8 @@ def download_job(
         {"name": "model", "persistentVolumeClaim": {"claimName": spec.model.volume.claim_name}},
         {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
     ]
-    # A repository or revision that does not exist, or a refused token: retrying cannot help.
-    policy = _fail_fast(names.DOWNLOAD_CONTAINER, [int(ExitCode.INVALID)])
+    # A repository, revision or token refused, or a full volume: retrying cannot help.
+    policy = _fail_fast(names.DOWNLOAD_CONTAINER, [int(ExitCode.INVALID), int(ExitCode.DISK_FULL)])
     return _batch_job(
         names.download_name(job),
         namespace,

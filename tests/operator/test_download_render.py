@@ -63,7 +63,7 @@ def test_the_download_job_fetches_the_pinned_revision_onto_the_volume_with_a_sec
     }
     assert "nvidia.com/gpu" not in str(c["resources"])
     rules = download["spec"]["podFailurePolicy"]["rules"]
-    assert rules[0]["onExitCodes"]["values"] == [int(ExitCode.INVALID)]
+    assert rules[0]["onExitCodes"]["values"] == [int(ExitCode.INVALID), int(ExitCode.DISK_FULL)]
     assert download["spec"]["backoffLimit"] >= 3  # each retry resumes
 
 
