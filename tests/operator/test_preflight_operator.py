@@ -290,3 +290,26 @@ def test_hf_weights_without_a_volume_are_refused_in_a_cluster_with_the_fix(clust
     assert "spec.model.volume: required for the hub weights" in status["message"]
     assert "model.volume: {claimName:" in status["message"]
     assert _created(cluster) == []
+
+
+def test_through_the_real_handlers_a_missing_source_fails_before_any_server(
+    cluster, monkeypatch, tmp_path, tiny_kimi
+):
+    """kopf running the operator's handlers (as in a cluster), the preflight turned on."""
+    import dataclasses
+
+    from draftgen.controller.handlers import state
+
+    from .harness import running_operator, wait_for
+
+    monkeypatch.setattr(state, "SETTINGS", dataclasses.replace(state.SETTINGS, preflight=True))
+    datasets, model, expected, _ = CASES["missing source"]
+    with running_operator():
+        cluster.apply(_local_job(cluster, tmp_path, tiny_kimi, datasets, **model))
+        cluster.wait_phase("kimi", "Preflight")
+        wait_for(lambda: cluster.batch_job("kimi-preflight"), "the preflight Job")
+        code, message = _run_preflight_job(cluster, tmp_path)
+        _end_job(cluster, "kimi-preflight", "preflight", names.PREFLIGHT_CONTAINER, code, message)
+        status = cluster.wait_phase("kimi", "Failed")
+    assert expected[0] in status["message"]
+    assert not [p for p, _ in _created(cluster) if p in ("deployments", "services")]
