@@ -19,13 +19,13 @@ from typing import Any
 
 from draftgen.contract import download_cli, preflight_cli
 from draftgen.contract.generator_cli import ExitCode
-from draftgen.contract.model_location import HubModel, is_hub, parse
+from draftgen.contract.model_location import HubModel, parse
 from draftgen.spec import GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
 from .generator import CONFIG_KEY, config_hash
-from .model_volume import downloads, volume_path
+from .model_volume import tokenizer_offline, volume_path
 
 DOWNLOAD_RETRIES = 6
 """Pod retries of the download Job: each resumes where the last one stopped."""
@@ -214,11 +214,7 @@ def preflight_job(
     args = preflight_cli.PreflightArgs(
         job=names.JOB_FILE, inputs=spec.inputs.mount_path, report=preflight_cli.TERMINATION_LOG
     ).argv()
-    env = (
-        []
-        if is_hub(spec.model.tokenizer_location) and not downloads(spec)
-        else [{"name": "HF_HUB_OFFLINE", "value": "1"}]
-    )
+    env = [{"name": "HF_HUB_OFFLINE", "value": "1"}] if tokenizer_offline(spec) else []
     container = _container(
         names.PREFLIGHT_CONTAINER,
         spec.generator.image or settings.generator_image,

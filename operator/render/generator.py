@@ -15,12 +15,11 @@ from typing import Any
 import yaml
 
 from draftgen.contract.generator_cli import FATAL_EXIT_CODES, GeneratorArgs
-from draftgen.contract.model_location import is_hub
 from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
-from .model_volume import downloads, on_volume
+from .model_volume import on_volume, tokenizer_offline
 
 CONFIG_KEY = "job.yaml"
 
@@ -167,9 +166,7 @@ def job(
         {"name": "HF_HOME", "value": "/tmp/huggingface"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
     ]
-    if not is_hub(spec.model.tokenizer_location) or (
-        downloads(spec) and spec.model.tokenizer in (None, spec.model.weights)
-    ):
+    if tokenizer_offline(spec):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     if spec.model.hf_token_secret is not None:
         env.append(

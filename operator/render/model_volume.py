@@ -43,3 +43,10 @@ def on_volume(spec: dict[str, Any]) -> dict[str, Any]:
         out["model"].pop("tokenizer", None)
     out["model"].pop("revision", None)
     return out
+
+
+def tokenizer_offline(spec: GenerationJobSpec) -> bool:
+    """The pods load the tokenizer from a path (local, or the downloaded weights): no hub."""
+    if not is_hub(spec.model.tokenizer_location):
+        return True
+    return downloads(spec) and spec.model.tokenizer in (None, spec.model.weights)

@@ -104,3 +104,14 @@ def test_without_the_preflight_and_for_local_weights_nothing_comes_before_the_se
     kinds = [o["metadata"]["name"] for o in _objects(raw, preflight=False)]
     first = "kimi-model-download" if weights.startswith("hf://") else "kimi-server"
     assert kinds[0] == first and "kimi-preflight" not in kinds
+
+
+def test_a_tokenizer_from_another_repository_is_still_read_from_the_hub():
+    raw = _hub_job()
+    raw["spec"]["model"]["tokenizer"] = "hf://moonshotai/Kimi-K2.5-tokenizer"
+    objs = {f"{o['kind']}/{o['metadata']['name']}": o for o in _objects(raw)}
+    document = yaml.safe_load(objs["ConfigMap/kimi-generator"]["data"]["job.yaml"])
+    assert document["spec"]["model"]["tokenizer"] == "hf://moonshotai/Kimi-K2.5-tokenizer"
+    for name in ("Job/kimi-preflight", "Job/kimi-generator"):
+        env = {e["name"] for e in _container(objs[name])["env"]}
+        assert "HF_HUB_OFFLINE" not in env and "HF_TOKEN" in env, name
