@@ -24,6 +24,7 @@ from draftgen.spec import GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
+from . import volumes as volumes_
 from .generator import CONFIG_KEY, config_hash
 from .model_volume import tokenizer_offline, volume_path
 
@@ -178,14 +179,12 @@ def download_job(
         "requests": {"cpu": "1", "memory": "2Gi"},
         "limits": {"memory": "8Gi"},
     }
-    container["volumeMounts"] = [
-        {"name": "model", "mountPath": spec.model.volume.mount_path},
-        {"name": "tmp", "mountPath": "/tmp"},
-    ]
-    volumes = [
-        {"name": "model", "persistentVolumeClaim": {"claimName": spec.model.volume.claim_name}},
-        {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
-    ]
+    # The one writer of the models volume.
+    model_mount, model_volume = volumes_.claim(
+        "model", spec.model.volume.claim_name, spec.model.volume.mount_path, read_only=False
+    )
+    container["volumeMounts"] = [model_mount, {"name": "tmp", "mountPath": "/tmp"}]
+    volumes = [model_volume, {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}}]
     # A repository, revision or token refused, or a full volume: retrying cannot help.
     policy = _fail_fast(names.DOWNLOAD_CONTAINER, [int(ExitCode.INVALID), int(ExitCode.DISK_FULL)])
     return _batch_job(
@@ -239,19 +238,10 @@ def preflight_job(
         },
         {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
     ]
-    for name, claim, mount in (
-        ("inputs", spec.inputs.claim_name, spec.inputs.mount_path),
-        (
-            "model",
-            spec.model.volume.claim_name if spec.model.volume else None,
-            spec.model.volume.mount_path if spec.model.volume else None,
-        ),
-    ):
-        if claim and mount:
-            mounts.append({"name": name, "mountPath": mount, "readOnly": True})
-            volumes.append(
-                {"name": name, "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}
-            )
+    for pair in (volumes_.inputs_claim(spec), volumes_.model_claim(spec)):
+        if pair is not None:
+            mounts.append(pair[0])
+            volumes.append(pair[1])
     container["volumeMounts"] = mounts
     policy = _fail_fast(names.PREFLIGHT_CONTAINER, [int(ExitCode.INVALID), int(ExitCode.INTEGRITY)])
     annotations = {
