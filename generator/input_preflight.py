@@ -132,8 +132,10 @@ def check_inputs(
     rows: int = DEFAULT_ROWS,
     confine: Path | None = None,
     strict: bool = True,
+    datasets: list[DatasetSpec] | None = None,
 ) -> tuple[PreflightStatus, ExitCode]:
-    """Every dataset read with a tokenizer that passed its start-up checks (`ctx`)."""
+    """Every dataset (or those given) read with a tokenizer that passed its start-up checks
+    (`ctx`)."""
     tok = ctx.tokenizer
     report = PreflightStatus(
         passed=True,
@@ -148,7 +150,7 @@ def check_inputs(
         ),
     )
     code = ExitCode.OK
-    for dataset in job.spec.datasets:
+    for dataset in job.spec.datasets if datasets is None else datasets:
         checked, integrity = check_dataset(job, dataset, base_dir, ctx, rows, confine, strict)
         report.datasets.append(checked)
         if not checked.passed:
@@ -179,6 +181,14 @@ def preflight(
             DatasetPreflight(name=dataset.name, passed=not problem, problem=problem)
         )
     return report, ExitCode.INTEGRITY
+
+
+class InputsRefused(RuntimeError):
+    """`draftgen generate`'s preflight failed: `lines` are the problems, `exit_code` the code."""
+
+    def __init__(self, lines: list[str], exit_code: int) -> None:
+        super().__init__("; ".join(lines))
+        self.lines, self.exit_code = lines, exit_code
 
 
 def problems(report: PreflightStatus) -> list[str]:
