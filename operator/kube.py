@@ -43,6 +43,8 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "Secret": ("/api/v1", "secrets"),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "GenerationJob": ("/apis/draftgen.io/v1alpha1", "generationjobs"),
+    # Multi-node servers (operator/render/leaderworkerset.py), when the chart enables them.
+    "LeaderWorkerSet": ("/apis/leaderworkerset.x-k8s.io/v1", "leaderworkersets"),
 }
 
 
@@ -146,6 +148,18 @@ class Kube:
             if err.status == 404:
                 return None
             raise
+
+    def serves(self, kind: str) -> bool:
+        """Whether the API server serves this kind (its CRD is installed): API discovery, which
+        every authenticated client may read (no RBAC on CRDs needed)."""
+        prefix, plural = RESOURCES[kind]
+        try:
+            found = self._request("GET", prefix)
+        except KubeError as err:
+            if err.status == 404:
+                return False
+            raise
+        return any(r.get("name") == plural for r in found.get("resources") or [])
 
     def list(self, kind: str, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
         """Objects whose labels match (filtered here too: not every API server filters)."""

@@ -27,6 +27,9 @@ again after any spec edit: the data may have been fixed meanwhile)."""
 REVISION_ANNOTATION = "draftgen.io/model-revision"
 """On the model download Job: the repository and revision it fetches (a new one restarts it)."""
 
+ROLE_LABEL = "draftgen.io/role"
+"""On the pods of a multi-node server: `leader` (node rank 0, serves HTTP) or `worker`."""
+
 SERVER_CONTAINER = "sglang"
 GENERATOR_CONTAINER = "generator"
 DOWNLOAD_CONTAINER = "download"
@@ -81,3 +84,12 @@ def server_endpoints(job: str, namespace: str, replicas: int, port: int) -> list
     """Per-pod URLs the generator balances over: `<job>-server-<n>.<job>-server.<ns>.svc`."""
     svc = service_name(job)
     return [f"http://{server_name(job, i)}.{svc}.{namespace}.svc:{port}" for i in range(replicas)]
+
+
+def leader_endpoints(job: str, namespace: str, replicas: int, port: int) -> list[str]:
+    """Per-replica URLs of a multi-node server: each LeaderWorkerSet `<job>-server-<n>` names
+    its leader pod `<job>-server-<n>-0` in its own headless Service `<job>-server-<n>`."""
+    return [
+        f"http://{server_name(job, i)}-0.{server_name(job, i)}.{namespace}.svc:{port}"
+        for i in range(replicas)
+    ]

@@ -5,8 +5,8 @@ in the API now, creates by fixed names (a 409 means "already there"), so running
 after an operator restart, creates nothing twice.
 
 Lifecycle: Pending → DownloadingModel (hf:// weights onto the models volume) → Preflight (the
-inputs and tokenizer checked by a CPU Job; both in `first_run`) → StartingServer (Service + a Deployment per replica, until every replica is
-ready) → Generating (ConfigMap with the job document + generator Job) → Succeeded (server torn
+inputs and tokenizer checked by a CPU Job; both in `first_run`) → StartingServer (Service + a Deployment per replica, a LeaderWorkerSet per
+replica for a multi-node server, until every replica is ready) → Generating (ConfigMap with the job document + generator Job) → Succeeded (server torn
 down when `shutdownServerAfterCompletion`) or Failed (spec rejected, server crash loop, generator
 out of retries). `suspend: true` → Suspended (generator Job deleted, server scaled to 0); false
 resumes. A spec edit changes the job document: the generator is restarted with it (it resumes
@@ -139,6 +139,11 @@ class Reconciler:
             # Try again: the foreign object may be gone (if not, the same refusal stands).
             enter(status, Event.OWNERSHIP_RETRY)
             drop_condition(status.conditions, "Failed")
+        elif decisions.was_refused_for_lws(status):
+            # Try again: LeaderWorkerSet may be installed now (if not, the same refusal stands).
+            enter(status, Event.SERVER_SUPPORT_RETRY)
+            status.completion_time = None
+            drop_condition(status.conditions, "Failed")
         elif decisions.finished_at_generation(status, gen) or self._succeeded_with_this_document(
             ref, status, gen, now
         ):
@@ -235,6 +240,13 @@ class Reconciler:
             # server back (a restart, or a lost status write, after the teardown must not
             # re-create or re-scale the GPU server).
             return self._generator_ended(ref, spec, status, job, now)
+        if spec.server.multi_node and (lws := self.children.leader_worker_set_problem()):
+            set_condition(
+                status.conditions, "ServerReady", False, decisions.LWS_MISSING_REASON, lws, gen, now
+            )
+            return self._fail(
+                ref, spec, status, Event.SERVER_UNSUPPORTED, decisions.LWS_MISSING_REASON, lws, now
+            )
         if decisions.first_run_applies(
             self.children.server_deployments(ref.name, ref.namespace, ref.uid), job
         ):
@@ -331,7 +343,13 @@ class Reconciler:
     def _read_kv_capacity(
         self, spec: GenerationJobSpec, server_pods: list[dict[str, Any]]
     ) -> int | None:
-        for ip in observe.running_pod_ips(server_pods):
+        # A multi-node group's workers serve no HTTP: ask its leaders only.
+        leaders = [
+            p
+            for p in server_pods
+            if ((p.get("metadata") or {}).get("labels") or {}).get(names.ROLE_LABEL) != "worker"
+        ]
+        for ip in observe.running_pod_ips(leaders):
             kv = progress.server_kv_capacity(
                 ip, spec.server.port, self.settings.http_timeout_seconds
             )

@@ -6,9 +6,8 @@ from typing import Any
 
 from draftgen.spec import parse_spec
 
-from .. import names
 from ..settings import OperatorSettings, effective_spec
-from . import first_run, generator, model_volume, network, server
+from . import first_run, generator, leaderworkerset, model_volume, network, server
 
 
 def render_all(
@@ -20,7 +19,7 @@ def render_all(
     settings = settings or OperatorSettings()
     parsed = parse_spec(effective_spec(spec, settings), name=name)
     document = generator.job_document(name, namespace, spec)
-    endpoints = names.server_endpoints(name, namespace, parsed.server.replicas, parsed.server.port)
+    endpoints = leaderworkerset.endpoints(parsed, name, namespace)
     before: list[dict[str, Any]] = []
     if model_volume.downloads(parsed):
         before.append(first_run.download_job(parsed, name, namespace, settings))
@@ -29,12 +28,20 @@ def render_all(
         before += [config, first_run.preflight_job(parsed, name, namespace, document, 1, settings)]
     return [
         *before,
-        network.network_policy(name, namespace, settings),
+        network.network_policy(name, namespace, settings, multi_node=parsed.server.multi_node),
         server.service(parsed, name, namespace),
-        *server.deployments(parsed, name, namespace, settings),
+        *leaderworkerset.server_objects(parsed, name, namespace, settings),
         *([] if settings.preflight else [config]),
         generator.job(parsed, name, namespace, endpoints, document, settings),
     ]
 
 
-__all__ = ["first_run", "generator", "model_volume", "network", "render_all", "server"]
+__all__ = [
+    "first_run",
+    "generator",
+    "leaderworkerset",
+    "model_volume",
+    "network",
+    "render_all",
+    "server",
+]
