@@ -77,9 +77,16 @@ class Runner:
     """One `draftgen generate` run."""
 
     def __init__(
-        self, job: GenerationJob, settings: Settings, source: SampleSource, tokenizer: Any = None
+        self,
+        job: GenerationJob,
+        settings: Settings,
+        source: SampleSource,
+        tokenizer: Any = None,
+        preflight: Callable[[list[DatasetSpec]], None] | None = None,
     ) -> None:
         self.job = job
+        self.preflight = preflight
+        """Checks the datasets still to do once resumed, before any server is waited for."""
         self._aborts: set[asyncio.Task] = set()
         self.settings = settings
         self.source = source
@@ -347,6 +354,9 @@ class Runner:
         poller: asyncio.Task | None = None
         try:
             if not all(d.ledger.done for d in self.datasets):
+                if self.preflight is not None:
+                    todo = [d.spec for d in self.datasets if not d.ledger.done]
+                    await asyncio.to_thread(self.preflight, todo)
                 await self.fleet.check()
                 self._start_feeds()
                 poller = asyncio.create_task(self.fleet.poll_load())
