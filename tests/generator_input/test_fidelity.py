@@ -292,3 +292,18 @@ def test_a_messages_tool_turn_keeps_the_name_it_has_or_lacks():
     del row["messages"][2]["name"]
     conv = parse_conversation("messages", row, tool_result_name="function")
     assert "name" not in conv.messages[2]
+
+
+def test_tool_result_name_is_part_of_the_datasets_fingerprint_only_when_set(kimi_like_dir):
+    from draftgen.generator.fingerprint import dataset_fingerprint
+
+    def fingerprint(**extra: Any) -> dict:
+        job = make_job(
+            kimi_like_dir, [{"name": "ds", "source": "d.jsonl", "format": "glaive", **extra}]
+        )
+        return dataset_fingerprint(job, job.spec.datasets[0])
+
+    default = fingerprint()
+    assert not any(k.endswith("toolResultName") for k in default)  # earlier outputs resume
+    assert fingerprint(toolResultName="none") == default
+    assert fingerprint(toolResultName="function") != default
