@@ -67,6 +67,23 @@ def run(
         return list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx))
 
 
+@pytest.fixture
+def run_shared(tmp_path, shared_tokenizer):
+    """`run` in-process with the session's tokenizer for its location (loaded once)."""
+
+    def go(data: list[dict], tokenizer: Path, **dataset: Any) -> list[Sample | Reject]:
+        write_jsonl(tmp_path / "data.jsonl", data)
+        job = make_job(
+            tokenizer,
+            [{"name": "ds", "source": "data.jsonl", "format": "messages", **dataset}],
+            trustRemoteCode=True,
+        )
+        ctx = shared_tokenizer(job, tmp_path)
+        return list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx))
+
+    return go
+
+
 @pytest.fixture(scope="module")
 def kimi():
     from transformers import AutoTokenizer
@@ -105,8 +122,8 @@ def test_a_fallback_declaration_is_recorded_and_stdout_stays_clean(tmp_path, kim
         assert item.input_ids == template_ids(kimi, row["messages"], row["tools"])
 
 
-def test_on_tool_fallback_reject_refuses_the_sample_with_the_reason(tmp_path, kimi):
-    items = run(tmp_path, rows([WEATHER_TOOL], [ODD_TOOL]), TIKTOKEN, onToolFallback="reject")
+def test_on_tool_fallback_reject_refuses_the_sample_with_the_reason(run_shared, kimi):
+    items = run_shared(rows([WEATHER_TOOL], [ODD_TOOL]), TIKTOKEN, onToolFallback="reject")
     sample, reject = items
     assert isinstance(sample, Sample)
     assert isinstance(reject, Reject) and reject.reason == TOOL_FALLBACK
@@ -137,8 +154,8 @@ def test_a_declaration_of_another_kind_than_the_probes_is_a_fallback(tmp_path, c
     assert "native" in fallback.info[TOOL_FALLBACK]
 
 
-def test_a_template_that_always_declares_json_has_no_fallback(tmp_path, kimi_like_dir):
-    items = run(tmp_path, rows([renamed("get_weather")], [ODD_TOOL]), kimi_like_dir)
+def test_a_template_that_always_declares_json_has_no_fallback(run_shared, kimi_like_dir):
+    items = run_shared(rows([renamed("get_weather")], [ODD_TOOL]), kimi_like_dir)
     assert all(isinstance(i, Sample) and TOOL_FALLBACK not in i.info for i in items)
 
 
