@@ -96,6 +96,7 @@ CASES = [
     ("qwen3", "qwen3.yaml", ALL, STRING_ARGS, "reasoning_content"),
     ("deepseek-v3.1", "deepseek-v3.1.yaml", ("plain", "multi"), STRING_ARGS, "reasoning_content"),
     ("deepseek-v3.1", "deepseek-v3.1-tools.yaml", ALL, STRING_ARGS, "reasoning_content"),
+    ("deepseek-r1", "deepseek-r1.yaml", ("plain", "multi"), STRING_ARGS, "reasoning_content"),
     ("gpt-oss", "gpt-oss.yaml", ALL, STRING_ARGS, "thinking"),
     ("llama-3.1", "llama-3.1.yaml", ALL, {"city": "Paris"}, "reasoning_content"),
 ]
@@ -188,6 +189,7 @@ def test_special_tokens_are_single_ids_at_the_real_models_ids(
     module = {
         "qwen3": families.qwen3,
         "deepseek-v3.1": families.deepseek,
+        "deepseek-r1": families.deepseek,
         "gpt-oss": families.gpt_oss,
         "llama-3.1": families.llama3,
     }[family]
@@ -261,6 +263,24 @@ def test_deepseek_thinking_job_refuses_tool_results(tokenizer_dir, tmp_path):
     job = example_job("deepseek-v3.1.yaml", tokenizer_dir("deepseek-v3.1"), [ds])
     with pytest.raises(IntegrityError, match="generationPrefix"):
         run(job, tmp_path)
+
+
+def test_deepseek_template_without_tools_is_refused_for_tool_rows(tokenizer_dir, tmp_path):
+    """The template DeepSeek-V3.1's tokenizer ships declares no tools: refused, not run."""
+    from draftgen.generator.integrity import IntegrityError
+
+    write_jsonl(tmp_path / "rows.jsonl", [rows(STRING_ARGS)["tools"]])
+    ds = {"name": "ds", "source": "rows.jsonl", "format": "messages"}
+    job = example_job("deepseek-v3.1-tools.yaml", tokenizer_dir("deepseek-v3.1-no-tools"), [ds])
+    with pytest.raises(IntegrityError, match="does not contain its tools"):
+        run(job, tmp_path)
+
+
+def test_deepseek_r1_prompts_end_with_think_and_a_newline(rendered):
+    _, tok, _, items = rendered["deepseek-r1.yaml"]
+    tail = [families.deepseek.SPECIALS["<｜Assistant｜>"], families.deepseek.SPECIALS["<think>"]]
+    tail += tok.encode("\n", add_special_tokens=False)
+    assert all(s.input_ids[-3:] == tail for s in items if isinstance(s, Sample))
 
 
 def test_gpt_oss_special_ids_sit_above_199000_and_match_tiktoken(rendered):

@@ -1,4 +1,4 @@
-"""DeepSeek-V3.1: `<｜User｜>`/`<｜Assistant｜>` turns after a BOS, one `thinking` switch, tool calls
+"""DeepSeek-V3.1 (and R1, same vocabulary): `<｜User｜>`/`<｜Assistant｜>` turns after a BOS, one `thinking` switch, tool calls
 in the `<｜tool▁calls▁begin｜>` family of tokens.
 
 Documented behaviour this template reproduces (written from DeepSeek-V3.1's model card):
@@ -45,12 +45,15 @@ SPECIALS = {
 }
 PLAIN_ADDED = ("<think>", "</think>")
 
-TEMPLATE = (
+_SYSTEM = (
     "{%- set ns = namespace(system='', first_system=true, last_user=false, after_tool=false) -%}"
     "{%- for m in messages if m.role == 'system' -%}"
     "{%- set ns.system = ns.system + ('' if ns.first_system else '\\n\\n') + m.content -%}"
     "{%- set ns.first_system = false -%}"
     "{%- endfor -%}"
+)
+# The model card's `## Tools` section of the system prompt (the shipped template lacks it).
+_TOOLS = (
     "{%- if tools -%}"
     "{%- set ns.system = (ns.system + '\\n\\n' if ns.system else '') + '## Tools\\nYou can use these tools:\\n' -%}"
     "{%- for tool in tools -%}"
@@ -62,6 +65,8 @@ TEMPLATE = (
     " + '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>tool_name<｜tool▁sep｜>arguments_json'"
     " + '<｜tool▁call▁end｜>(further calls)<｜tool▁calls▁end｜>\\n' -%}"
     "{%- endif -%}"
+)
+_TURNS = (
     "{{- bos_token + ns.system -}}"
     "{%- for m in messages -%}"
     "{%- if m.role == 'user' -%}"
@@ -96,18 +101,66 @@ TEMPLATE = (
     "{{- '<｜Assistant｜>' + ('<think>' if thinking is defined and thinking else '</think>') -}}"
     "{%- endif -%}"
 )
+TEMPLATE = _SYSTEM + _TOOLS + _TURNS
+# As the tokenizer ships it: tools are not declared (draftgen refuses a dataset with tools).
+TEMPLATE_WITHOUT_TOOLS = _SYSTEM + _TURNS
 
-RECIPE = TokenizerRecipe(
-    specials=SPECIALS,
-    vocab_size=VOCAB_SIZE,
-    template=TEMPLATE,
-    eos="<｜end▁of▁sentence｜>",
-    bos="<｜begin▁of▁sentence｜>",
-    add_bos=True,
-    plain_added=PLAIN_ADDED,
-    extra_config={"pad_token": "<｜▁pad▁｜>"},
+# DeepSeek-R1 (the same vocabulary): no `thinking` switch, the generation prompt always opens
+# the reasoning (`<｜Assistant｜><think>\n`), history turns keep only what follows `</think>`,
+# a call is `function<｜tool▁sep｜>NAME` and the arguments in a json code fence, results are
+# wrapped in `<｜tool▁outputs▁begin｜>...<｜tool▁outputs▁end｜>`; tools are not declared.
+R1_TEMPLATE = _SYSTEM + (
+    "{{- bos_token + ns.system -}}"
+    "{%- for m in messages -%}"
+    "{%- if m.role == 'user' -%}"
+    "{{- '<｜User｜>' + m.content -}}{%- set ns.after_tool = false -%}"
+    "{%- elif m.role == 'assistant' -%}"
+    "{%- set content = m.content if m.content is string else '' -%}"
+    "{%- if '</think>' in content -%}{%- set content = content.split('</think>')[-1] -%}{%- endif -%}"
+    "{{- '<｜tool▁outputs▁end｜>' if ns.after_tool else '<｜Assistant｜>' -}}"
+    "{{- content -}}"
+    "{%- for call in m.tool_calls or [] -%}"
+    "{%- set fn = call.function if call.function is defined else call -%}"
+    "{{- ('<｜tool▁calls▁begin｜>' if loop.first else '\\n') + '<｜tool▁call▁begin｜>function<｜tool▁sep｜>'"
+    " + fn.name + '\\n```json\\n' -}}"
+    "{%- if fn.arguments is string -%}{{- fn.arguments -}}{%- else -%}{{- fn.arguments | tojson -}}{%- endif -%}"
+    "{{- '\\n```<｜tool▁call▁end｜>' + ('<｜tool▁calls▁end｜>' if loop.last else '') -}}"
+    "{%- endfor -%}"
+    "{{- '<｜end▁of▁sentence｜>' -}}{%- set ns.after_tool = false -%}"
+    "{%- elif m.role == 'tool' -%}"
+    "{{- ('\\n' if ns.after_tool else '<｜tool▁outputs▁begin｜>')"
+    " + '<｜tool▁output▁begin｜>' + m.content + '<｜tool▁output▁end｜>' -}}"
+    "{%- set ns.after_tool = true -%}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if ns.after_tool -%}{{- '<｜tool▁outputs▁end｜>' -}}{%- endif -%}"
+    "{%- if add_generation_prompt and not ns.after_tool -%}{{- '<｜Assistant｜><think>\\n' -}}{%- endif -%}"
 )
 
 
+def recipe(template: str = TEMPLATE) -> TokenizerRecipe:
+    return TokenizerRecipe(
+        specials=SPECIALS,
+        vocab_size=VOCAB_SIZE,
+        template=template,
+        eos="<｜end▁of▁sentence｜>",
+        bos="<｜begin▁of▁sentence｜>",
+        add_bos=True,
+        plain_added=PLAIN_ADDED,
+        extra_config={"pad_token": "<｜▁pad▁｜>"},
+    )
+
+
 def build(directory: Path) -> Path:
-    return build_tokenizer(directory, RECIPE)
+    """DeepSeek-V3.1, with the model card's tool declaration in its template."""
+    return build_tokenizer(directory, recipe())
+
+
+def build_without_tools(directory: Path) -> Path:
+    """DeepSeek-V3.1 with a template that does not declare tools, as the tokenizer ships it."""
+    return build_tokenizer(directory, recipe(TEMPLATE_WITHOUT_TOOLS))
+
+
+def build_r1(directory: Path) -> Path:
+    """DeepSeek-R1."""
+    return build_tokenizer(directory, recipe(R1_TEMPLATE))
