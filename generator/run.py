@@ -41,7 +41,7 @@ from .lock import OutputLock
 from .metrics import GeneratorMetrics
 from .progress import Progress, RateMeter, eta_seconds
 from .records import generation_record, reject_key, reject_record, write_manifests
-from .samples import Reject, Sample
+from .samples import TOOL_FALLBACK, Reject, Sample
 from .writer import DiskFull
 
 __all__ = ["RunError", "Runner", "SampleSource", "ServersDown", "Settings"]
@@ -313,14 +313,15 @@ class Runner:
         ds.writer.write_record(record)  # raises DiskFull before anything is counted
         ds.state.done_ids.add(sample.id)
         completion = len(result.output_ids)
-        ds.ledger.add(len(sample.input_ids), completion, result.finish_reason)
+        fallback = bool(sample.info.get(TOOL_FALLBACK))
+        ds.ledger.add(len(sample.input_ids), completion, result.finish_reason, fallback)
         ds.model.observe(completion)
         if latency > 0 and completion > 0:
             self._rates.append(completion / latency)
         self.rate.add(completion)
         self.progress.add_tokens(ds.name, completion)
         self.metrics.record(
-            ds.ledger, result.finish_reason, len(sample.input_ids), completion, latency
+            ds.ledger, result.finish_reason, len(sample.input_ids), completion, latency, fallback
         )
         if ds.ledger.budget_met:
             self._dataset_finished(ds)
