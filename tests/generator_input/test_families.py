@@ -371,3 +371,29 @@ def test_example_validates(example, capsys):
     assert "is valid" in capsys.readouterr().out
     doc = yaml.safe_load((EXAMPLES / example).read_text())
     jsonschema.Draft4Validator(openapi_schema()).validate(doc)
+
+
+GLAIVE_EXAMPLES = [(f, e) for f, e, *_ in CASES if e != "deepseek-v3.1.yaml" and "r1" not in e]
+
+
+@pytest.mark.parametrize(
+    ("family", "example"), GLAIVE_EXAMPLES, ids=[e for _, e in GLAIVE_EXAMPLES]
+)
+def test_glaive_conversations_render_in_each_familys_format(tokenizer_dir, family, example):
+    """The demo's Glaive rows (tools, calls with single-quoted arguments, function responses)
+    through each family's job with tool data: all samples, calls in the family's own form."""
+    ds = {"name": "glaive", "source": "data/glaive.jsonl", "format": "glaive", "turns": "all"}
+    job = example_job(example, tokenizer_dir(family), [ds])
+    items = run(job, EXAMPLES)
+    assert not [i for i in items if isinstance(i, Reject)]
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir(family))
+    text = "\n".join(tok.decode(s.input_ids) for s in items if isinstance(s, Sample))
+    call_form = {
+        "qwen3": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lagos"}}\n</tool_call>',
+        "deepseek-v3.1": '<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Lagos"}<｜tool▁call▁end｜>',
+        "gpt-oss": 'to=functions.get_weather <|constrain|>json<|message|>{"city": "Lagos"}<|call|>'
+        "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>",
+        "llama-3.1": '{"name": "get_weather", "parameters": {"city": "Lagos"}}<|eot_id|>'
+        "<|start_header_id|>ipython<|end_header_id|>",
+    }[family]
+    assert call_form in text
