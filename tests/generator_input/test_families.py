@@ -397,3 +397,20 @@ def test_glaive_conversations_render_in_each_familys_format(tokenizer_dir, famil
         "<|start_header_id|>ipython<|end_header_id|>",
     }[family]
     assert call_form in text
+
+
+def test_llama_ipython_role_is_a_tool_result(tokenizer_dir, tmp_path):
+    """Rows in Meta's own form (tool results as role `ipython`) render as the same rows with role
+    `tool`: an `ipython` turn."""
+    tool_row = rows({"city": "Paris"})["results"]
+    ipython_row = copy.deepcopy(tool_row)
+    ipython_row["id"] = "ipython"
+    ipython_row["messages"][2]["role"] = "ipython"
+    write_jsonl(tmp_path / "rows.jsonl", [tool_row, ipython_row])
+    ds = {"name": "ds", "source": "rows.jsonl", "format": "messages"}
+    job = example_job("llama-3.1.yaml", tokenizer_dir("llama-3.1"), [ds])
+    items = run(job, tmp_path)
+    assert all(isinstance(i, Sample) for i in items) and len(items) == 2
+    assert items[0].input_ids == items[1].input_ids
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir("llama-3.1"))
+    assert "<|start_header_id|>ipython<|end_header_id|>" in tok.decode(items[0].input_ids)
