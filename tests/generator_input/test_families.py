@@ -414,3 +414,25 @@ def test_llama_ipython_role_is_a_tool_result(tokenizer_dir, tmp_path):
     assert items[0].input_ids == items[1].input_ids
     tok = AutoTokenizer.from_pretrained(tokenizer_dir("llama-3.1"))
     assert "<|start_header_id|>ipython<|end_header_id|>" in tok.decode(items[0].input_ids)
+
+
+def test_sharegpt_ipython_speaker_is_a_tool_result(tokenizer_dir, tmp_path):
+    turns = [
+        {"from": "human", "value": "Weather in Paris?"},
+        {
+            "from": "function_call",
+            "value": '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        },
+        {"from": "observation", "value": '{"temp_c": 21}'},
+    ]
+    ipython = copy.deepcopy(turns)
+    ipython[2]["from"] = "ipython"
+    write_jsonl(
+        tmp_path / "rows.jsonl",
+        [{"id": "a", "conversations": turns}, {"id": "b", "conversations": ipython}],
+    )
+    ds = {"name": "ds", "source": "rows.jsonl", "format": "sharegpt"}
+    job = example_job("llama-3.1.yaml", tokenizer_dir("llama-3.1"), [ds])
+    items = run(job, tmp_path)
+    assert [type(i) for i in items] == [Sample, Sample]
+    assert items[0].input_ids == items[1].input_ids
