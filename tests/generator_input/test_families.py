@@ -173,8 +173,8 @@ def test_prompt_ids_are_the_templates_own(rendered, family, example, kinds, argu
     # plain 1, tools 1 (pending), multi 2, results 2 (the call, then the answer to its result)
     wanted = {"plain": [0], "tools": [0], "multi": [0, 1], "results": [0, 1]}
     assert sorted(samples) == sorted((k, t) for k in kinds for t in wanted[k])
-    for (key, turn), sample in samples.items():
-        assert sample.input_ids == expected_ids(tok, job, chosen[key], turn), (key, turn)
+    for (kind, turn), sample in samples.items():
+        assert sample.input_ids == expected_ids(tok, job, chosen[kind], turn), (kind, turn)
     prefix = job.spec.model.generation_prefix
     if prefix:
         tail = tok.encode(prefix, add_special_tokens=False)
