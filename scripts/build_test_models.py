@@ -61,7 +61,6 @@ def get_weather(city: str) -> dict:
     return {"city": city, "temperature": 21, "unit": "celsius"}
 import json
 import os
-import re
 for i in range(10):
     print(i, json.dumps({"index": i, "value": i * i}))
 The user asked what the weather is in Paris, so the assistant called the function get_weather

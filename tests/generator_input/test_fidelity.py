@@ -15,7 +15,7 @@ import pytest
 from draftgen.generator.client import Generation
 from draftgen.generator.formats import parse_conversation
 from draftgen.generator.glaive import QUOTED_ARGUMENTS
-from draftgen.generator.inputs import iter_samples, open_tokenizer
+from draftgen.generator.inputs import iter_samples
 from draftgen.generator.records import generation_record
 from draftgen.generator.samples import Reject, Sample
 from draftgen.spec import DatasetSpec
@@ -35,17 +35,21 @@ needs_tiktoken = pytest.mark.skipif(
 SHANGHAI = '{"city":"\\u4e0a\\u6d77"}'
 
 
-def run_rows(
-    tmp_path: Path, rows: list[Any], fmt: str, tokenizer: Path, **dataset: Any
-) -> list[Sample | Reject]:
-    write_jsonl(tmp_path / "data.jsonl", rows)
-    job = make_job(
-        tokenizer,
-        [{"name": "ds", "source": "data.jsonl", "format": fmt, **dataset}],
-        trustRemoteCode=True,
-    )
-    with open_tokenizer(job, tmp_path, workers=0) as ctx:
+@pytest.fixture
+def run_rows(tmp_path, shared_tokenizer):
+    """Rows of one dataset (`fmt`, more dataset fields as keywords) through `iter_samples`."""
+
+    def run(rows: list[Any], fmt: str, tokenizer: Path, **dataset: Any) -> list[Sample | Reject]:
+        write_jsonl(tmp_path / "data.jsonl", rows)
+        job = make_job(
+            tokenizer,
+            [{"name": "ds", "source": "data.jsonl", "format": fmt, **dataset}],
+            trustRemoteCode=True,
+        )
+        ctx = shared_tokenizer(job, tmp_path)
         return list(iter_samples(job, job.spec.datasets[0], base_dir=tmp_path, tokenizer_ctx=ctx))
+
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +87,9 @@ def call_row(arguments: Any, **assistant: Any) -> dict:
 # ------------------------------------------------------------------------ 1. arguments verbatim
 
 
-def test_the_arguments_string_is_kept_byte_for_byte_in_the_prompt(tmp_path, kimi):
+def test_the_arguments_string_is_kept_byte_for_byte_in_the_prompt(kimi, run_rows):
     row = call_row(SHANGHAI)
-    [sample] = run_rows(tmp_path, [row], "messages", TIKTOKEN)
+    [sample] = run_rows([row], "messages", TIKTOKEN)
     assert isinstance(sample, Sample)
     assert sample.input_ids == template_ids(kimi, row["messages"], row["tools"])
     text = kimi.decode(sample.input_ids)
@@ -106,7 +110,7 @@ def test_arguments_that_are_not_a_json_object_are_rejected_with_the_reason(argum
 
 
 @needs_tiktoken
-def test_glaive_quoted_arguments_are_normalized_and_the_record_says_so(tmp_path, kimi):
+def test_glaive_quoted_arguments_are_normalized_and_the_record_says_so(kimi, run_rows):
     row = {
         "system": "SYSTEM: You are a helpful assistant with access to the following functions. "
         "Use them if required -\n" + json.dumps(WEATHER_TOOL["function"]),
@@ -114,7 +118,7 @@ def test_glaive_quoted_arguments_are_normalized_and_the_record_says_so(tmp_path,
         '{"name": "get_weather", "arguments": \'{"city":"Lagos"}\'} <|endoftext|>\n\n\n'
         'FUNCTION RESPONSE: {"t": 30}\n\n\nUSER: Thanks. And Abuja?\n',
     }
-    [sample] = run_rows(tmp_path, [row], "glaive", TIKTOKEN)
+    [sample] = run_rows([row], "glaive", TIKTOKEN)
     assert isinstance(sample, Sample)
     assert sample.info["normalized"] == [QUOTED_ARGUMENTS]
     assert '<|tool_call_argument_begin|>{"city":"Lagos"}<|tool_call_end|>' in kimi.decode(
@@ -126,18 +130,18 @@ def test_glaive_quoted_arguments_are_normalized_and_the_record_says_so(tmp_path,
     assert record["meta"]["sample"]["normalized"] == [QUOTED_ARGUMENTS]
     # arguments written as a JSON object: nothing normalized, nothing recorded
     row["chat"] = row["chat"].replace('\'{"city":"Lagos"}\'', '{"city":"Lagos"}')
-    [plain] = run_rows(tmp_path, [row], "glaive", TIKTOKEN)
+    [plain] = run_rows([row], "glaive", TIKTOKEN)
     assert isinstance(plain, Sample) and "normalized" not in plain.info
 
 
-def test_a_template_that_json_encodes_a_string_gets_the_parsed_object(tmp_path, kimi_like_dir):
+def test_a_template_that_json_encodes_a_string_gets_the_parsed_object(kimi_like_dir, run_rows):
     """tokenizer_fixture's KIMI_LIKE template writes `arguments | tojson` whatever they are: a
     string would reach the prompt quoted, so the probe passes objects to it (as SGLang's chat
     endpoint does)."""
     from transformers import AutoTokenizer
 
     row = call_row(SHANGHAI)
-    [sample] = run_rows(tmp_path, [row], "messages", kimi_like_dir)
+    [sample] = run_rows([row], "messages", kimi_like_dir)
     assert isinstance(sample, Sample)
     tok = AutoTokenizer.from_pretrained(kimi_like_dir)
     parsed = json.loads(json.dumps(row["messages"]))
@@ -150,7 +154,7 @@ def test_a_template_that_json_encodes_a_string_gets_the_parsed_object(tmp_path, 
 
 
 def test_reasoning_and_reasoning_content_reach_a_template_that_reads_reasoning_first(
-    tmp_path, kimi
+    kimi, run_rows
 ):
     row = {
         "messages": [
@@ -163,7 +167,7 @@ def test_reasoning_and_reasoning_content_reach_a_template_that_reads_reasoning_f
             {"role": "user", "content": "5+5?"},
         ]
     }
-    [sample] = run_rows(tmp_path, [row], "messages", TIKTOKEN)
+    [sample] = run_rows([row], "messages", TIKTOKEN)
     assert isinstance(sample, Sample)
     assert sample.input_ids == template_ids(kimi, row["messages"])
     text = kimi.decode(sample.input_ids)
@@ -182,7 +186,7 @@ THINKING_TEMPLATE = (
 )
 
 
-def test_thinking_reaches_a_template_that_reads_thinking(tmp_path):
+def test_thinking_reaches_a_template_that_reads_thinking(tmp_path, run_rows):
     tok = build_tokenizer(tmp_path / "thinking-tok", THINKING_TEMPLATE)
     row = {
         "messages": [
@@ -191,7 +195,7 @@ def test_thinking_reaches_a_template_that_reads_thinking(tmp_path):
             {"role": "user", "content": "bye"},
         ]
     }
-    [sample] = run_rows(tmp_path, [row], "messages", tok)
+    [sample] = run_rows([row], "messages", tok)
     assert isinstance(sample, Sample)
     from transformers import AutoTokenizer
 
@@ -272,9 +276,9 @@ def test_tool_result_name_defaults_to_none_and_is_in_the_spec():
         ("function", "<|im_system|>get_weather<|im_middle|>"),
     ],
 )
-def test_tool_result_name_decides_the_tool_turns_header(tmp_path, kimi, fmt, row, naming, header):
+def test_tool_result_name_decides_the_tool_turns_header(kimi, fmt, row, naming, header, run_rows):
     extra = {} if naming is None else {"toolResultName": naming}
-    [sample] = run_rows(tmp_path, [row], fmt, TIKTOKEN, **extra)
+    [sample] = run_rows([row], fmt, TIKTOKEN, **extra)
     assert isinstance(sample, Sample)
     text = kimi.decode(sample.input_ids)
     assert header + "## Return of functions.get_weather:0" in text
@@ -292,3 +296,18 @@ def test_a_messages_tool_turn_keeps_the_name_it_has_or_lacks():
     del row["messages"][2]["name"]
     conv = parse_conversation("messages", row, tool_result_name="function")
     assert "name" not in conv.messages[2]
+
+
+def test_tool_result_name_is_part_of_the_datasets_fingerprint_only_when_set(kimi_like_dir):
+    from draftgen.generator.fingerprint import dataset_fingerprint
+
+    def fingerprint(**extra: Any) -> dict:
+        job = make_job(
+            kimi_like_dir, [{"name": "ds", "source": "d.jsonl", "format": "glaive", **extra}]
+        )
+        return dataset_fingerprint(job, job.spec.datasets[0])
+
+    default = fingerprint()
+    assert not any(k.endswith("toolResultName") for k in default)  # earlier outputs resume
+    assert fingerprint(toolResultName="none") == default
+    assert fingerprint(toolResultName="function") != default
