@@ -15,14 +15,19 @@ from draftgen.contract.generator_cli import ExitCode, add_arguments
 __all__ = ["add_arguments", "run"]
 
 
-def _setup_logging(live: bool) -> None:
+def _setup_logging(live: bool, log_format: str = "text") -> None:
     if live:
         from rich.logging import RichHandler
 
         handler: logging.Handler = RichHandler(show_path=False)
     else:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        if log_format == "json":
+            from .progress import json_logging
+
+            json_logging(handler)
+        else:
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     from draftgen.redact import RedactingFilter
 
     handler.addFilter(RedactingFilter())  # a password in a --server URL never reaches the log
@@ -40,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from .writer import DiskFull
 
     live = {"auto": sys.stderr.isatty(), "live": True, "log": False}[args.progress]
-    _setup_logging(live)
+    _setup_logging(live, args.log_format)
     log = logging.getLogger("draftgen.generate")
     try:
         job = load_job(args.job)
@@ -83,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         output=output,
         metrics_port=args.metrics_port,
         live_progress=live,
+        log_format=args.log_format,
         health_timeout=args.health_timeout,
         allow_spec_change=args.allow_spec_change,
     )
