@@ -78,8 +78,8 @@ class Rendered:
 class ToolSetCheck:
     """How one tool set is declared, rendered once with the probe conversation."""
 
-    missing: list[str]
-    """Tools whose name is not in the declaration."""
+    declaration: str
+    """What the tools add to the probe prompt."""
     fallback: str | None
     """Why this declaration is a fallback, or None."""
 
@@ -244,7 +244,7 @@ class Renderer:
                     f"the tools are declared as {got}, the template's own declaration (of the "
                     f"probe tool) is {kind}"
                 )
-        return ToolSetCheck(missing_tool_names(declaration, tools), fallback)
+        return ToolSetCheck(declaration, fallback)
 
     def decode(self, ids: list[int]) -> str:
         if self._backend is not None:
