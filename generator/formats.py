@@ -31,6 +31,9 @@ from .conversation import (
 from .glaive import parse_glaive
 
 ROLES = ("system", "user", "assistant", "tool")
+# Other names for those roles: Llama-3's own name for a tool result (its template prints `tool`
+# turns as `ipython` too, and other families' templates know only `tool`).
+ROLE_ALIASES = {"ipython": "tool"}
 # Message keys handed to the chat template; others (dataset bookkeeping) are dropped.
 # Reasoning keys, each kept as given: Kimi-K2.5's template reads `reasoning` first, then
 # `reasoning_content` (DeepSeek's, Qwen3's key); gpt-oss's reads `thinking`.
@@ -51,6 +54,7 @@ SHAREGPT_ROLES = {
     "function_call": "function_call",
     "observation": "tool",
     "tool": "tool",
+    "ipython": "tool",
     "function": "tool",
     "function_response": "tool",
 }
@@ -108,9 +112,11 @@ def normalize_message(msg: Any, where: str, counter: list[int]) -> dict[str, Any
     role = msg.get("role")
     if role is None:
         raise RowError("missing_field", f"{where} has no role")
+    role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
     if role not in ROLES:
         raise RowError("unknown_role", f"{where}: role {role!r} is not one of {', '.join(ROLES)}")
     out = {k: msg[k] for k in _MESSAGE_KEYS if msg.get(k) is not None}
+    out["role"] = role
     if "content" not in msg and not (role == "assistant" and msg.get("tool_calls")):
         raise RowError("missing_field", f"{where} ({role}) has no content")
     content = _content(msg.get("content"), where)
