@@ -48,7 +48,7 @@ image:
 setup: venv sglang models trainers system docker
 
 test: setup
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	DRAFTGEN_TEST_STRICT=1 $(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The tests that need neither SGLang nor promtool.
 test-fast: venv
