@@ -34,6 +34,11 @@ __all__ = ["FINGERPRINT_FILE", "SpecChanged", "check_fingerprint", "dataset_fing
 log = logging.getLogger("draftgen.generate")
 
 FINGERPRINT_FILE = "fingerprint.json"
+# How draftgen itself turns a row into the template's conversation. Raised whenever that changes
+# what reaches the template, so an output written by an earlier draftgen is not silently resumed
+# with prompts of another shape. 2: tool-call arguments as the row wrote them, tool results
+# without a name (unless toolResultName), every reasoning key carried through.
+PROMPT_RENDERING = 2
 ALLOW_SPEC_CHANGE = Flag.ALLOW_SPEC_CHANGE.value
 
 
@@ -62,6 +67,7 @@ def dataset_fingerprint(job: GenerationJob, dataset: DatasetSpec) -> dict[str, A
         f"{prefix}.format": dataset.format,
         f"{prefix}.selection": dataset.selection.to_wire(),
         f"{prefix}.turns": dataset.turns,
+        "draftgen.promptRendering": PROMPT_RENDERING,
     }
     # Added after outputs existed: recorded only when set, so their fingerprints stay as they were.
     if dataset.tool_result_name != "none":

@@ -311,3 +311,24 @@ def test_tool_result_name_is_part_of_the_datasets_fingerprint_only_when_set(kimi
     assert not any(k.endswith("toolResultName") for k in default)  # earlier outputs resume
     assert fingerprint(toolResultName="none") == default
     assert fingerprint(toolResultName="function") != default
+
+
+def test_an_output_of_an_earlier_prompt_rendering_is_not_resumed_silently(kimi_like_dir, tmp_path):
+    """Outputs written before arguments were kept verbatim (no `draftgen.promptRendering` in
+    their fingerprint) would mix two prompt shapes: refused with the way forward."""
+    import json
+
+    from draftgen.generator.fingerprint import SpecChanged, check_fingerprint, dataset_fingerprint
+
+    job = make_job(kimi_like_dir, [{"name": "ds", "source": "d.jsonl", "format": "glaive"}])
+    now = dataset_fingerprint(job, job.spec.datasets[0])
+    earlier = {k: v for k, v in now.items() if k != "draftgen.promptRendering"}
+    (tmp_path / "fingerprint.json").write_text(
+        json.dumps({"series": [{"first_shard": 0, "fingerprint": earlier}]})
+    )
+    with pytest.raises(SpecChanged, match=r"draftgen\.promptRendering changed from null to 2"):
+        check_fingerprint(tmp_path, now, has_data=True, next_shard=1, allow_change=False)
+    series, new_series = check_fingerprint(
+        tmp_path, now, has_data=True, next_shard=1, allow_change=True
+    )
+    assert new_series and series[-1]["changed"] == ["draftgen.promptRendering"]
