@@ -24,6 +24,7 @@ from draftgen.spec import GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
+from . import hardening
 from . import volumes as volumes_
 from .generator import CONFIG_KEY, config_hash
 from .model_volume import tokenizer_offline, volume_path
@@ -33,15 +34,6 @@ DOWNLOAD_RETRIES = 6
 PREFLIGHT_RETRIES = 1
 """A preflight that fails on the inputs fails the Job at once (exit code); this covers a lost
 node."""
-
-
-def _hf_token(spec: GenerationJobSpec) -> list[dict[str, Any]]:
-    secret = spec.model.hf_token_secret
-    if secret is None:
-        return []
-    # The token only ever travels as a secretKeyRef: never in args, the spec or the status.
-    ref = {"secretKeyRef": {"name": secret.name, "key": secret.key}}
-    return [{"name": "HF_TOKEN", "valueFrom": ref}]
 
 
 def _pod(
@@ -62,14 +54,7 @@ def _pod(
             "restartPolicy": "Never",
             "enableServiceLinks": False,
             "automountServiceAccountToken": False,
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": uid,
-                "runAsGroup": uid,
-                "fsGroup": uid,
-                "fsGroupChangePolicy": "OnRootMismatch",
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
+            "securityContext": hardening.pod_security(uid),
             "containers": [container],
             "volumes": volumes,
         },
@@ -83,21 +68,11 @@ def _container(name: str, image: str, args: list[str], env: list[dict[str, Any]]
         "imagePullPolicy": "IfNotPresent",
         "command": ["draftgen"],
         "args": args,
-        "env": [
-            {"name": "HOME", "value": "/tmp"},
-            {"name": "HF_HOME", "value": "/tmp/huggingface"},
-            {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
-            *env,
-        ],
+        "env": [*hardening.DRAFTGEN_ENV, *env],
         # The report (or the resolved commit) as written; the log's end if the process crashed.
         "terminationMessagePath": preflight_cli.TERMINATION_LOG,
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-        },
+        "securityContext": hardening.container_security(),
     }
 
 
@@ -170,7 +145,7 @@ def download_job(
         names.DOWNLOAD_CONTAINER,
         spec.generator.image or settings.generator_image,
         args,
-        [{"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}, *_hf_token(spec)],
+        [{"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}, *hardening.hf_token_env(spec)],
     )
     container["ports"] = [
         {"name": "metrics", "containerPort": download_cli.METRICS_PORT, "protocol": "TCP"}
@@ -218,7 +193,7 @@ def preflight_job(
         names.PREFLIGHT_CONTAINER,
         spec.generator.image or settings.generator_image,
         args,
-        env + _hf_token(spec),
+        env + hardening.hf_token_env(spec),
     )
     container["resources"] = {
         "requests": {"cpu": "1", "memory": "2Gi"},

@@ -19,6 +19,7 @@ from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
+from . import hardening
 from . import volumes as volumes_
 from .model_volume import on_volume, tokenizer_offline
 
@@ -146,25 +147,10 @@ def job(
         if pair is not None:
             mounts.append(pair[0])
             volumes.append(pair[1])
-    env: list[dict[str, Any]] = [
-        {"name": "HOME", "value": "/tmp"},
-        {"name": "HF_HOME", "value": "/tmp/huggingface"},
-        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
-    ]
+    env: list[dict[str, Any]] = list(hardening.DRAFTGEN_ENV)
     if tokenizer_offline(spec):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
-    if spec.model.hf_token_secret is not None:
-        env.append(
-            {
-                "name": "HF_TOKEN",
-                "valueFrom": {
-                    "secretKeyRef": {
-                        "name": spec.model.hf_token_secret.name,
-                        "key": spec.model.hf_token_secret.key,
-                    }
-                },
-            }
-        )
+    env += hardening.hf_token_env(spec)
     container: dict[str, Any] = {
         "name": names.GENERATOR_CONTAINER,
         "image": image,
@@ -175,12 +161,7 @@ def job(
         "ports": [{"name": "metrics", "containerPort": g.metrics_port, "protocol": "TCP"}],
         "volumeMounts": mounts,
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-        },
+        "securityContext": hardening.container_security(),
     }
     if g.resources:
         container["resources"] = dict(g.resources)
@@ -214,17 +195,7 @@ def job(
                     "restartPolicy": "Never",
                     "enableServiceLinks": False,
                     "automountServiceAccountToken": False,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": uid,
-                        "runAsGroup": uid,
-                        # The output claim becomes writable for the generator's group; the
-                        # kubelet re-owns it only if its root does not match (not every file on
-                        # every retry).
-                        "fsGroup": uid,
-                        "fsGroupChangePolicy": "OnRootMismatch",
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": hardening.pod_security(uid),
                     "containers": [container],
                     "volumes": volumes,
                 },

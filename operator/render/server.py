@@ -29,6 +29,7 @@ from draftgen.spec import GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
+from . import hardening
 from . import volumes as volumes_
 from .model_volume import downloads, volume_path
 
@@ -93,16 +94,7 @@ def _env(spec: GenerationJobSpec) -> list[dict[str, Any]]:
     ]
     if not is_hub(spec.model.weights) or downloads(spec):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
-    secret = spec.model.hf_token_secret
-    if secret is not None:
-        # The token only ever travels as a secretKeyRef: never in args, the spec or the status.
-        env.append(
-            {
-                "name": "HF_TOKEN",
-                "valueFrom": {"secretKeyRef": {"name": secret.name, "key": secret.key}},
-            }
-        )
-    return env
+    return env + hardening.hf_token_env(spec)
 
 
 def _resources(spec: GenerationJobSpec) -> dict[str, Any]:
