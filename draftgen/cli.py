@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+from draftgen.contract.generator_cli import ExitCode
 
 # name → (module with add_arguments(parser) and run(args) -> int, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -52,12 +55,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if module is None:
         parser.print_help()
-        return 2
+        return ExitCode.INVALID
     try:
-        return int(module.run(args) or 0)
+        code = int(module.run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit where it cannot be caught
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.SIGINT
+    except BrokenPipeError:
+        # `draftgen stats --json | head -1`: the reader has all it wanted. Point stdout at
+        # /dev/null so the interpreter's final flush does not print a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return ExitCode.PIPE_CLOSED
 
 
 if __name__ == "__main__":
