@@ -71,22 +71,27 @@ def check_sharding(job: GenerationJob, base_dir: Path) -> str | None:
     return None
 
 
-def cluster_problems(doc: JobDocument, job: GenerationJob) -> list[str]:
-    """What the operator would refuse in this document (its own check, with its settings)."""
+def cluster_problems(doc: JobDocument) -> list[str]:
+    """What the operator would refuse in this document: its admission check (the webhook's:
+    the spec, the claims a cluster needs, the admin's policy from its settings, the name)."""
     from draftgen.controller.settings import OperatorSettings
-    from draftgen.controller.validate import check
+    from draftgen.controller.validate import admission_problems
 
-    _, problems = check(job.metadata.name, doc.data.get("spec"), OperatorSettings.from_env())
-    return problems
+    return admission_problems(doc.data, OperatorSettings.from_env())
 
 
 def problems_of(doc: JobDocument, local: bool) -> tuple[GenerationJob | None, list[str]]:
     """(the job, every problem) under the local or the cluster rules."""
     try:
-        job = parse_job(doc.data, doc.source)
+        job: GenerationJob | None = parse_job(doc.data, doc.source)
+        problems: list[str] = []
     except SpecError as err:
-        return None, err.problems
-    problems = [] if local else cluster_problems(doc, job)
+        job, problems = None, err.problems
+    if not local:  # the operator's own words for the spec; the document's other parts stay
+        problems = [p for p in problems if not p.startswith("spec")]
+        problems += [p for p in cluster_problems(doc) if p not in problems]
+    if job is None:
+        return None, problems
     sharding = check_sharding(job, doc.base_dir)
     if sharding is not None:
         problems.append(sharding)
