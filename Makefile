@@ -58,6 +58,7 @@ bench: setup
 # Regenerate the CRD from the typed spec (a test fails when the committed copy differs).
 crd: venv
 	$(VENV)/bin/draftgen crd --write crds/generationjob.yaml charts/draftgen/crds/generationjob.yaml
+	$(VENV)/bin/draftgen explain --reference > docs/reference.md
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; tests/layout/test_checks.py runs the
 # same in `make test`, and .pre-commit-config.yaml before each commit.

@@ -13,6 +13,7 @@ from draftgen.contract.generator_cli import ExitCode
 # name → (module with add_arguments(parser) and run(args) -> int, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("draftgen.commands.validate", "check a GenerationJob file and print its warnings"),
+    "explain": ("draftgen.commands.explain", "print one spec field's documentation, offline"),
     "crd": ("draftgen.commands.crd", "print the GenerationJob CRD generated from the typed spec"),
     "plan": ("draftgen.plan.cli", "KV capacity, concurrency, host memory, headroom and ETA"),
     "generate": ("draftgen.generator.cli", "run a GenerationJob against SGLang servers"),
