@@ -55,9 +55,11 @@ demo: venv sglang models
 bench: setup
 	bash bench/run_all.sh
 
-# Regenerate the CRD from the typed spec (a test fails when the committed copy differs).
+# Regenerate the CRD, the chart's values schema for generationJobs and docs/reference.md from the
+# typed spec (a test fails when a committed copy differs).
 crd: venv
 	$(VENV)/bin/draftgen crd --write crds/generationjob.yaml charts/draftgen/crds/generationjob.yaml
+	$(VENV)/bin/draftgen crd --values-schema charts/draftgen/values.schema.json
 	$(VENV)/bin/draftgen explain --reference > docs/reference.md
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; tests/layout/test_checks.py runs the
