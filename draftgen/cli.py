@@ -8,7 +8,7 @@ import importlib
 import os
 import sys
 
-from draftgen.contract.generator_cli import ExitCode
+from draftgen.contract.generator_cli import ExitCode, exit_codes_epilog
 
 # name → (module with add_arguments(parser) and run(args) -> int, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -32,7 +32,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers = {}
     for name, (_, help_text) in COMMANDS.items():
-        subparsers[name] = sub.add_parser(name, help=help_text, description=help_text)
+        # One exit-code table for every command (docs/reference.md#exit-codes-every-command).
+        subparsers[name] = sub.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=exit_codes_epilog(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
     return parser, subparsers
 
 

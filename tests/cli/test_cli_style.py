@@ -115,6 +115,15 @@ def test_export_mix_does_not_swallow_the_directory(tmp_path, capsys):
     assert (out / "export-summary.json").exists()
 
 
+@pytest.mark.parametrize("command", ["validate", "plan", "generate", "export", "stats", "explain"])
+def test_every_commands_help_ends_with_the_one_exit_code_table(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "-h"])
+    out = capsys.readouterr().out
+    assert out.count("exit codes:") == 1
+    assert all(f"{int(code):>3}  {code.__doc__}" in out for code in ExitCode)
+
+
 def test_exit_code_table_is_in_the_docs():
     reference = (REPO / "docs" / "reference.md").read_text()
     for code in ExitCode:
