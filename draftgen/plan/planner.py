@@ -362,17 +362,22 @@ def _eta_guesses(plan: Plan, inputs: PlanInputs) -> list[str]:
                 "KV capacity: estimated from the GPU memory and the weights' size; measure "
                 "one start (spec.planning.measured or --from-log)"
             )
+    guessed: dict[tuple[str, int | None, int | None], list[str]] = {}
     for lengths, work in zip(plan.lengths, plan.work):
         # Lengths set the decodes (ceiling) and turn sample or total budgets into tokens.
         if work.completion_tokens is None:
             continue
-        if ceiling or not work.basis.startswith("completionTokens"):
-            source = _LENGTHS_FROM.get(lengths.source)
-            if source is not None:
-                out.append(
-                    f"dataset {lengths.name}: mean prompt {_num(lengths.prompt_tokens)} / "
-                    f"completion {_num(lengths.completion_tokens)} tokens from {source}"
-                )
+        if (ceiling or not work.basis.startswith("completionTokens")) and (
+            lengths.source in _LENGTHS_FROM
+        ):
+            key = (lengths.source, lengths.prompt_tokens, lengths.completion_tokens)
+            guessed.setdefault(key, []).append(lengths.name)
+    for (source, prompt, completion), names in guessed.items():
+        which = f"dataset {names[0]}" if len(names) == 1 else f"datasets {', '.join(names)}"
+        out.append(
+            f"{which}: mean prompt {_num(prompt)} / completion {_num(completion)} tokens from "
+            f"{_LENGTHS_FROM[source]}"
+        )
     return out
 
 
