@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("draftgen.plan.cli", "KV capacity, concurrency, host memory, headroom and ETA"),
     "generate": ("draftgen.generator.cli", "run a GenerationJob against SGLang servers"),
     "stats": ("draftgen.generator.stats", "summarise an output directory per dataset"),
+    "top": ("draftgen.top.cli", "live view of a running job: cluster, metrics URL or directory"),
     "export": ("draftgen.export.cli", "convert records for drafter trainers"),
     "operator": ("draftgen.controller.cli", "run the Kubernetes operator"),
 }

@@ -14,16 +14,21 @@ from draftgen.contract.generator_cli import ExitCode, add_arguments
 __all__ = ["add_arguments", "run"]
 
 
-def _setup_logging(live: bool) -> None:
+def _setup_logging(live: bool, log_format: str = "text") -> None:
     if live:
         from rich.logging import RichHandler
 
         handler: logging.Handler = RichHandler(show_path=False)
     else:
         handler = logging.StreamHandler(sys.stderr)
-        from draftgen.timefmt import IsoFormatter
+        if log_format == "json":
+            from .progress import json_logging
 
-        handler.setFormatter(IsoFormatter("%(asctime)s %(levelname)s %(message)s"))
+            json_logging(handler)
+        else:
+            from draftgen.timefmt import IsoFormatter
+
+            handler.setFormatter(IsoFormatter("%(asctime)s %(levelname)s %(message)s"))
     from draftgen.redact import RedactingFilter
 
     handler.addFilter(RedactingFilter())  # a password in a --server URL never reaches the log
@@ -42,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from .writer import DiskFull
 
     live = {"auto": sys.stderr.isatty(), "live": True, "log": False}[args.progress]
-    _setup_logging(live)
+    _setup_logging(live, args.log_format)
     log = logging.getLogger("draftgen.generate")
     try:
         job, document = load_job_document(job_files(args)[0])
@@ -87,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         output=output,
         metrics_port=args.metrics_port,
         live_progress=live,
+        log_format=args.log_format,
         health_timeout=args.health_timeout,
         allow_spec_change=args.allow_spec_change,
     )

@@ -58,6 +58,9 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 def _worker_init(settings: RenderSettings, parent: int) -> None:
     global _WORKER
     _die_with_parent(parent)
+    from .progress import worker_logging
+
+    worker_logging()  # a spawned process: the generator's log format, before transformers loads
     _watch_parent(parent)
     _WORKER = Renderer(load_tokenizer(settings.location, settings.trust_remote_code), settings)
 

@@ -32,7 +32,7 @@ from .feed import Feed
 from .fleet import Fleet, RunError, Server, ServersDown
 from .lock import OutputLock
 from .metrics import GeneratorMetrics
-from .progress import Progress, RateMeter, eta_seconds
+from .progress import Progress, RateMeter, eta_seconds, server_figures
 from .records import generation_record, reject_key, reject_record, write_manifests
 from .samples import Reject, Sample
 from .writer import DiskFull
@@ -57,6 +57,8 @@ class Settings:
     """Serve Prometheus metrics here (None: do not serve)."""
     live_progress: bool | None = None
     """Live terminal display (None: when stderr is a terminal)."""
+    log_format: str = "text"
+    """Progress in the log without a live display: `text` or `json` (one object a line)."""
     health_timeout: float = 1800.0
     """Longest wait for a server's `/health_generate` (at start and after each failure)."""
     metrics_interval: float = 1.0
@@ -335,7 +337,10 @@ class Runner:
             allow_spec_change=self.settings.allow_spec_change,
         )
         self.progress = Progress(
-            [d.ledger for d in self.datasets], live=self.settings.live_progress
+            [d.ledger for d in self.datasets],
+            live=self.settings.live_progress,
+            log_format=self.settings.log_format,
+            servers=lambda: server_figures(self.servers),
         )
         if self.settings.metrics_port:
             self.metrics.serve(self.settings.metrics_port)

@@ -58,6 +58,16 @@ def was_not_owned(status: GenerationJobStatus) -> bool:
     return status.phase == "Failed" and failed is not None and failed.reason == NOT_OWNED_REASON
 
 
+LWS_MISSING_REASON = "LeaderWorkerSetMissing"
+
+
+def was_refused_for_lws(status: GenerationJobStatus) -> bool:
+    """Failed only because LeaderWorkerSet was missing for a multi-node server (tried again
+    every poll: installing it starts the job)."""
+    failed = get_condition(status.conditions, "Failed")
+    return status.phase == "Failed" and failed is not None and failed.reason == LWS_MISSING_REASON
+
+
 def was_rejected(status: GenerationJobStatus) -> bool:
     """Failed only because its spec did not validate (a valid spec starts it again)."""
     return status.phase == "Failed" and status.message.startswith("spec rejected")
@@ -164,7 +174,7 @@ def mark_suspended(status: GenerationJobStatus, gen: int | None, now: str) -> No
 
 
 SERVER_FAILURE_REASONS = frozenset(
-    {"ServerOutOfHostMemory", "ServerOutOfGPUMemory", "ServerCrashLoop"}
+    {"ServerOutOfHostMemory", "ServerOutOfGPUMemory", "ServerCrashLoop", LWS_MISSING_REASON}
 )
 """ServerReady reasons that say why the job failed (observe.server_health): kept when the
 server is then scaled down, since they are still why it is not ready."""

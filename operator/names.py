@@ -20,6 +20,9 @@ it, and the generator is restarted; the server is not)."""
 SERVER_HASH_ANNOTATION = "draftgen.io/server-hash"
 """On server Deployments: hash of the rendered pod template (only server changes roll it)."""
 
+ROLE_LABEL = "draftgen.io/role"
+"""On the pods of a multi-node server: `leader` (node rank 0, serves HTTP) or `worker`."""
+
 SERVER_CONTAINER = "sglang"
 GENERATOR_CONTAINER = "generator"
 JOB_FILE_DIR = "/etc/draftgen"
@@ -62,3 +65,12 @@ def server_endpoints(job: str, namespace: str, replicas: int, port: int) -> list
     """Per-pod URLs the generator balances over: `<job>-server-<n>.<job>-server.<ns>.svc`."""
     svc = service_name(job)
     return [f"http://{server_name(job, i)}.{svc}.{namespace}.svc:{port}" for i in range(replicas)]
+
+
+def leader_endpoints(job: str, namespace: str, replicas: int, port: int) -> list[str]:
+    """Per-replica URLs of a multi-node server: each LeaderWorkerSet `<job>-server-<n>` names
+    its leader pod `<job>-server-<n>-0` in its own headless Service `<job>-server-<n>`."""
+    return [
+        f"http://{server_name(job, i)}-0.{server_name(job, i)}.{namespace}.svc:{port}"
+        for i in range(replicas)
+    ]

@@ -33,6 +33,8 @@ class Event(enum.Enum):
     GENERATOR_FAILED = "the generator Job ran out of retries"
     CHILD_NOT_OWNED = "an object of a child's name exists and is not controlled by the job"
     OWNERSHIP_RETRY = "a job failed on a foreign object: try again (it may be gone)"
+    SERVER_UNSUPPORTED = "the cluster lacks what the server needs (LeaderWorkerSet)"
+    SERVER_SUPPORT_RETRY = "a job refused for a missing LeaderWorkerSet: try again (installed?)"
 
 
 class UndeclaredTransition(RuntimeError):
@@ -67,6 +69,9 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     # (reading an ended job's generator Job too); retried on every poll.
     **{(phase, Event.CHILD_NOT_OWNED): "Failed" for phase in (*ACTIVE, *TERMINAL)},
     ("Failed", Event.OWNERSHIP_RETRY): "Pending",
+    # A multi-node job where LeaderWorkerSet is not installed: refused, retried on every poll.
+    **{(phase, Event.SERVER_UNSUPPORTED): "Failed" for phase in ACTIVE},
+    ("Failed", Event.SERVER_SUPPORT_RETRY): "Pending",
 }
 
 

@@ -39,6 +39,12 @@ class OperatorSettings:
     server_mem_fraction_static: float | None = None
     """`spec.server.memFractionStatic` for jobs that leave it unset (None: the spec's default)."""
 
+    leader_worker_set: bool = False
+    """Run multi-node jobs (`spec.server.nodesPerReplica` > 1) as LeaderWorkerSets; needs the
+    LeaderWorkerSet controller installed and RBAC for `leaderworkersets` (chart value
+    `operator.leaderWorkerSet.enabled` sets both this and the RBAC). Off: such jobs are
+    refused with the reason, and no LeaderWorkerSet is ever read."""
+
     namespaces: tuple[str, ...] = ()
     """Namespaces to watch; empty means all namespaces (cluster-wide)."""
 
@@ -187,6 +193,8 @@ def effective_spec(spec: dict[str, Any], settings: OperatorSettings) -> dict[str
     server = dict(out.get("server") or {})
     for key, attr in _SERVER_DEFAULTS.items():
         value = getattr(settings, attr)
+        if key == "gpusPerReplica" and (server.get("nodesPerReplica") or 1) != 1:
+            continue  # a multi-node replica's pods take gpusPerNode (spec.server)
         if key not in server and value is not None:
             server[key] = value
     out["server"] = server

@@ -30,6 +30,7 @@ class Flag(enum.StrEnum):
     PROGRESS = "--progress"
     HEALTH_TIMEOUT = "--health-timeout"
     ALLOW_SPEC_CHANGE = "--allow-spec-change"
+    LOG_FORMAT = "--log-format"
 
 
 class ExitCode(enum.IntEnum):
@@ -80,6 +81,8 @@ def exit_codes_epilog() -> str:
 
 
 PROGRESS_MODES = ("auto", "live", "log")
+LOG_FORMATS = ("text", "json")
+"""`--log-format`: a readable multi-line block, or one JSON object a line (log stacks)."""
 DEFAULT_HEALTH_TIMEOUT_SECONDS = 1800.0
 
 
@@ -93,6 +96,7 @@ class GeneratorArgs:
     inputs: str | None = None
     metrics_port: int | None = None
     metrics_linger_seconds: int | None = None
+    log_format: str | None = None
 
     def argv(self) -> list[str]:
         """`draftgen` arguments, the subcommand first."""
@@ -107,6 +111,8 @@ class GeneratorArgs:
             args += [Flag.METRICS_PORT.value, str(self.metrics_port)]
         if self.metrics_linger_seconds is not None:
             args += [Flag.METRICS_LINGER.value, str(self.metrics_linger_seconds)]
+        if self.log_format is not None:
+            args += [Flag.LOG_FORMAT.value, self.log_format]
         return args
 
 
@@ -154,6 +160,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=PROGRESS_MODES,
         default="auto",
         help="live table on a terminal, log lines otherwise (auto)",
+    )
+    parser.add_argument(
+        Flag.LOG_FORMAT.value,
+        choices=LOG_FORMATS,
+        default="text",
+        help="the log when there is no live table: text (a readable block every interval) or "
+        "json (one object a line: every record, progress with per-dataset counts, rejects by "
+        "reason, tok/s, ETA and the servers' KV usage); the operator sets json",
     )
     parser.add_argument(
         Flag.HEALTH_TIMEOUT.value,

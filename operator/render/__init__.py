@@ -6,9 +6,8 @@ from typing import Any
 
 from draftgen.spec import parse_spec
 
-from .. import names
 from ..settings import OperatorSettings, effective_spec
-from . import generator, network, server
+from . import generator, leaderworkerset, network, server
 
 
 def render_all(
@@ -18,14 +17,14 @@ def render_all(
     settings = settings or OperatorSettings()
     parsed = parse_spec(effective_spec(spec, settings), name=name)
     document = generator.job_document(name, namespace, spec)
-    endpoints = names.server_endpoints(name, namespace, parsed.server.replicas, parsed.server.port)
+    endpoints = leaderworkerset.endpoints(parsed, name, namespace)
     return [
-        network.network_policy(name, namespace, settings),
+        network.network_policy(name, namespace, settings, multi_node=parsed.server.multi_node),
         server.service(parsed, name, namespace),
-        *server.deployments(parsed, name, namespace, settings),
+        *leaderworkerset.server_objects(parsed, name, namespace, settings),
         generator.config_map(name, namespace, document),
         generator.job(parsed, name, namespace, endpoints, document, settings),
     ]
 
 
-__all__ = ["generator", "network", "render_all", "server"]
+__all__ = ["generator", "leaderworkerset", "network", "render_all", "server"]

@@ -81,6 +81,7 @@ def generator_args(spec: GenerationJobSpec, endpoints: list[str]) -> list[str]:
         metrics_port=spec.generator.metrics_port,
         # outlive two scrape intervals (15-30 s) so the final counts reach Prometheus
         metrics_linger_seconds=METRICS_LINGER_SECONDS,
+        log_format="json",  # one object a line: what log stacks parse
     ).argv()
 
 

@@ -12,8 +12,8 @@ Why one Deployment per replica (`replicas: 1` each) and not a StatefulSet:
   `subdomain: <job>-server`, and the headless Service `<job>-server` publishes
   `<job>-server-<n>.<job>-server.<ns>.svc` for every ready pod, so the generator balances over
   stable per-replica URLs that survive pod restarts.
-Multi-node tensor parallelism (one model over several nodes) is out of scope: that is a
-LeaderWorkerSet job.
+Multi-node tensor parallelism (one model over several nodes, `nodesPerReplica` > 1) is a
+LeaderWorkerSet per replica instead (render/leaderworkerset.py), built from the same pod template.
 """
 
 from __future__ import annotations
@@ -278,7 +278,12 @@ def service(spec: GenerationJobSpec, job: str, namespace: str) -> dict[str, Any]
         },
         "spec": {
             "clusterIP": "None",
-            "selector": names.selector(job, "server"),
+            # A multi-node group serves HTTP from its leader only (render/leaderworkerset.py).
+            "selector": names.selector(
+                job,
+                "server",
+                **({names.ROLE_LABEL: "leader"} if spec.server.multi_node else {}),
+            ),
             "ports": [
                 {"name": "http", "port": spec.server.port, "targetPort": "http", "protocol": "TCP"}
             ],
