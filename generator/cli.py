@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         health_timeout=args.health_timeout,
         allow_spec_change=args.allow_spec_change,
     )
+    from .input_preflight import InputsRefused, check_inputs, problems
     from .inputs import iter_samples
     from .integrity import IntegrityError as InputIntegrityError
     from .pretokenize import TokenizerError, open_tokenizer
@@ -103,6 +104,18 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         with open_tokenizer(job, base_dir) as ctx:
+
+            def check(datasets: list) -> None:
+                # The preflight of the datasets still to do, before any server is waited for:
+                # a missing source or a template that breaks their rows shows in seconds.
+                report, code = check_inputs(
+                    job, base_dir, ctx, confine=args.inputs, strict=False, datasets=datasets
+                )
+                for ds in report.datasets:
+                    if ds.warning:
+                        log.warning("%s", ds.warning)
+                if not report.passed:
+                    raise InputsRefused(problems(report), code)
 
             def source(dataset, skip_ids, max_prompt_tokens):
                 return iter_samples(
@@ -114,8 +127,12 @@ def run(args: argparse.Namespace) -> int:
                     max_prompt_tokens=max_prompt_tokens,
                 )
 
-            runner = Runner(job, settings, source, getattr(ctx, "tokenizer", None))
+            runner = Runner(job, settings, source, getattr(ctx, "tokenizer", None), check)
             return asyncio.run(_main(runner, args.metrics_linger if args.metrics_port else 0.0))
+    except InputsRefused as err:
+        for line in err.lines:
+            log.error("refusing to start: %s", line)
+        return err.exit_code
     except DiskFull as err:
         log.error("disk full: %s", err)
         return ExitCode.DISK_FULL

@@ -109,14 +109,17 @@ def _render_batch(jobs: list[tuple[list[dict], list[dict] | None]]) -> list[tupl
             r.error,
             r.prefix_ok,
             r.missing_tools,
+            r.tool_fallback,
         )
         for r in _WORKER.render_many(jobs)
     ]
 
 
 def _unpack(packed: tuple) -> Rendered:
-    ids, error, prefix_ok, missing = packed
-    return Rendered(None if ids is None else array("I", ids).tolist(), error, prefix_ok, missing)
+    ids, error, prefix_ok, missing, fallback = packed
+    return Rendered(
+        None if ids is None else array("I", ids).tolist(), error, prefix_ok, missing, fallback
+    )
 
 
 # ---------------------------------------------------------------------------------- context

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+TOOL_FALLBACK = "tool_fallback"
+"""The reject reason, and the `meta.sample` key, of a prompt whose tools were declared in a
+fallback form (`render.Rendered.tool_fallback`: why)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Sample:
@@ -26,7 +30,9 @@ class Sample:
     """The prompt exactly as it will be sent."""
 
     info: dict[str, Any] = field(default_factory=dict)
-    """Extra facts for the record's `meta` (e.g. number of tools declared)."""
+    """Extra facts for the record's `meta.sample`: `num_tools`, `prompt_messages`, and when they
+    apply `normalized` (what the format's rules changed, e.g. `glaive_quoted_arguments`) and
+    `tool_fallback` (why the tools were declared in a fallback form)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +44,8 @@ class Reject:
     id: str | None
     reason: str
     """Short code: `malformed_json`, `missing_field`, `empty_conversation`, `unknown_role`,
-    `bad_tools`, `invalid_utf8`, `prompt_too_long`, `template_error`, `request_failed`, ..."""
+    `bad_tools`, `invalid_utf8`, `prompt_too_long`, `template_error`, `tool_fallback`,
+    `request_failed`, ..."""
 
     detail: str = ""
     """What exactly was wrong, for a person."""

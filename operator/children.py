@@ -1,4 +1,4 @@
-"""Writes to a GenerationJob's children: the server's Service and Deployments (LeaderWorkerSets
+"""Writes to a GenerationJob's children: the model download and preflight Jobs, the server's Service and Deployments (LeaderWorkerSets
 for a multi-node server), the generator's ConfigMap and Job. Every write is idempotent (fixed
 names; a create that meets the object returns it), so running one twice, or after an operator
 restart, changes nothing twice. An object of a child's name that the job does not control is
@@ -18,6 +18,7 @@ from draftgen.spec import GenerationJobSpec
 from . import names, ownership
 from .decisions import server_action
 from .kube import Kube
+from .render import first_run as render_first_run
 from .render import generator as render_generator
 from .render import leaderworkerset as render_lws
 from .render import network as render_network
@@ -262,11 +263,45 @@ class Children:
                 uid=have["metadata"].get("uid"),
             )
 
+    # -- before the server: the model download and the preflight ------------------------------
+    def download_job(self, job: str, namespace: str, uid: str | None) -> dict[str, Any] | None:
+        return self._get_owned("Job", namespace, names.download_name(job), uid)
+
+    def start_download(
+        self, owner: dict[str, Any], spec: GenerationJobSpec, job: str, namespace: str
+    ) -> None:
+        self._create(render_first_run.download_job(spec, job, namespace, self.settings), owner)
+
+    def preflight_job(self, job: str, namespace: str, uid: str | None) -> dict[str, Any] | None:
+        return self._get_owned("Job", namespace, names.preflight_name(job), uid)
+
+    def start_preflight(
+        self,
+        owner: dict[str, Any],
+        spec: GenerationJobSpec,
+        job: str,
+        namespace: str,
+        document: str,
+        generation: int | None,
+    ) -> None:
+        self._create(
+            render_first_run.preflight_job(
+                spec, job, namespace, document, generation, self.settings
+            ),
+            owner,
+        )
+
+    def stop_job(self, name: str, namespace: str, uid: str | None) -> None:
+        """Delete one of the job's batch Jobs (Foreground: gone once its pod is)."""
+        self._delete_owned("Job", namespace, name, uid, propagation="Foreground")
+
     # -- everything --------------------------------------------------------------------------
     def delete_all(self, job: str, namespace: str, uid: str | None) -> None:
         """Everything the job created and still controls (owner references let a real
         cluster's GC do the same); objects of the same names it does not control stay."""
         self._delete_owned("Job", namespace, names.generator_name(job), uid)
+        self._delete_owned("Job", namespace, names.preflight_name(job), uid)
+        self._delete_owned("Job", namespace, names.download_name(job), uid)
         self._delete_owned("ConfigMap", namespace, names.generator_name(job), uid)
         self._delete_owned("Service", namespace, names.service_name(job), uid)
         self.delete_server(job, namespace, uid)

@@ -4,7 +4,8 @@ Every handler (create, update, resume, the timer) calls `reconcile`; it decides 
 in the API now, creates by fixed names (a 409 means "already there"), so running it twice, or
 after an operator restart, creates nothing twice.
 
-Lifecycle: Pending → StartingServer (Service + a Deployment per replica, a LeaderWorkerSet per
+Lifecycle: Pending → DownloadingModel (hf:// weights onto the models volume) → Preflight (the
+inputs and tokenizer checked by a CPU Job; both in `first_run`) → StartingServer (Service + a Deployment per replica, a LeaderWorkerSet per
 replica for a multi-node server, until every replica is ready) → Generating (ConfigMap with the job document + generator Job) → Succeeded (server torn
 down when `shutdownServerAfterCompletion`) or Failed (spec rejected, server crash loop, generator
 out of retries). `suspend: true` → Suspended (generator Job deleted, server scaled to 0); false
@@ -26,6 +27,7 @@ from draftgen.spec import GenerationJobSpec, GenerationJobStatus, ServerStatus
 from . import decisions, names, observe, progress
 from .children import Adopt, Children
 from .conditions import drop_condition, now_rfc3339, set_condition
+from .first_run import FirstRun
 from .kube import Kube
 from .ownership import NotOwned
 from .phases import TERMINAL, Event, enter
@@ -94,6 +96,7 @@ class Reconciler:
         self.kube = kube
         self.settings = settings
         self.children = Children(kube, settings, adopt)
+        self.first_run = FirstRun(kube, settings, self.children)
 
     def delete_children(self, name: str, namespace: str, uid: str | None) -> None:
         """Everything the job created and controls (owner references let a real cluster's GC
@@ -244,6 +247,16 @@ class Reconciler:
             return self._fail(
                 ref, spec, status, Event.SERVER_UNSUPPORTED, decisions.LWS_MISSING_REASON, lws, now
             )
+        if decisions.first_run_applies(
+            self.children.server_deployments(ref.name, ref.namespace, ref.uid), job
+        ):
+            # Weights on the volume and inputs checked before the GPUs are booked.
+            gate = self.first_run.gate(ref.body, spec, status, document, digest, now)
+            if gate is not None and gate.fail is not None:
+                event, reason, message = gate.fail
+                return self._fail(ref, spec, status, event, reason, message, now)
+            if gate is not None:
+                return Outcome(status_to_wire(status))
         deployments, changed = self.children.ensure_server(ref.body, spec, ref.name, ref.namespace)
         server_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "server"))
         health = observe.server_health(server_pods, self.settings.crash_loop_restarts)

@@ -80,6 +80,10 @@ class OperatorSettings:
     (a scrape that hangs holds one for `http_timeout_seconds`), so far more than CPUs: with
     kopf's default (CPUs + 4) a few unreachable pods would delay every other job's reconcile."""
 
+    preflight: bool = True
+    """Run the preflight Job (every dataset's first rows through the parsers and the tokenizer)
+    before creating a job's server; off, the server is created at once (docs/operator.md)."""
+
     crash_loop_restarts: int = 3
     """Server container restarts after which the job fails with the crash reason instead of
     waiting forever (a 1T model that OOMs at load would otherwise restart for hours)."""

@@ -39,6 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also load each job's tokenizer (relative paths resolve from the job "
         "file's directory) and run the generator's start-up checks on it",
     )
+    parser.add_argument(
+        "--inputs",
+        action="store_true",
+        help="run the preflight here: open every dataset, read its first rows through the "
+        "parsers and the tokenizer (as the operator's preflight Job and `generate` do)",
+    )
 
 
 def check_tokenizer(job: GenerationJob, base_dir: Path) -> str:
@@ -113,6 +119,18 @@ def _tokenizer_status(doc: JobDocument, job: GenerationJob) -> ExitCode:
     return ExitCode.OK
 
 
+def _inputs_status(doc: JobDocument, job: GenerationJob) -> ExitCode:
+    """The preflight here (as the operator's preflight Job and `generate` run it); its exit
+    code is the one `draftgen preflight` would give (2 a dataset, 3 the tokenizer)."""
+    from draftgen.generator.input_preflight import preflight, problems, summary_lines
+
+    report, code = preflight(job, doc.base_dir)
+    print("\n".join(f"  {line}" for line in summary_lines(report)))
+    for problem in problems(report):
+        print(f"{doc.source}: {problem}", file=sys.stderr)
+    return ExitCode.OK if report.passed else code
+
+
 def run(args: argparse.Namespace) -> int:
     status = ExitCode.OK
     rules = "local rules" if args.local else "cluster rules"
@@ -148,4 +166,6 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  warning: spec.{warning}")
             if args.tokenizer:
                 status = max(status, _tokenizer_status(doc, job))
+            if args.inputs:
+                status = max(status, _inputs_status(doc, job))
     return status

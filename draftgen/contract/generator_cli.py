@@ -64,6 +64,10 @@ class ExitCode(enum.IntEnum):
             "for it to end or use another --output"
         ),
     )
+    HUB_UNREACHABLE = (
+        7,
+        "the model hub could not be reached or broke off; run again: it fetches only what is missing",
+    )
     SIGINT = 130, "interrupted (SIGINT); run the same command again to resume"
     PIPE_CLOSED = (
         141,

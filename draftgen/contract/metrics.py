@@ -44,6 +44,12 @@ PROMPT_TOKENS = Metric(
 REJECTS = Metric(
     "draftgen_rejects_total", "counter", "rows or requests rejected", (DATASET, REASON)
 )
+TOOL_FALLBACKS = Metric(
+    "draftgen_tool_fallbacks_total",
+    "counter",
+    "samples written whose tools the tokenizer declared in a fallback form",
+    (DATASET,),
+)
 ERRORS = Metric(
     "draftgen_errors_total", "counter", "request errors by kind, retried or not", (KIND,)
 )
@@ -90,6 +96,7 @@ ALL: tuple[Metric, ...] = (
     COMPLETION_TOKENS,
     PROMPT_TOKENS,
     REJECTS,
+    TOOL_FALLBACKS,
     ERRORS,
     BUDGET,
     BUDGET_REMAINING,

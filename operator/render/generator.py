@@ -15,12 +15,12 @@ from typing import Any
 import yaml
 
 from draftgen.contract.generator_cli import FATAL_EXIT_CODES, GeneratorArgs
-from draftgen.contract.model_location import is_hub
 from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
 from . import volumes as volumes_
+from .model_volume import on_volume, tokenizer_offline
 
 CONFIG_KEY = "job.yaml"
 
@@ -28,7 +28,9 @@ CONFIG_KEY = "job.yaml"
 def job_document(
     name: str, namespace: str, spec: dict[str, Any], labels: dict[str, str] | None = None
 ) -> str:
-    """The GenerationJob YAML the generator reads: the user's spec, no status, no bookkeeping."""
+    """The GenerationJob YAML the generator reads: the user's spec, no status, no bookkeeping;
+    `hf://` weights the operator downloads read as their path on the models volume."""
+    spec = on_volume(spec)
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
         meta["labels"] = dict(labels)
@@ -149,7 +151,7 @@ def job(
         {"name": "HF_HOME", "value": "/tmp/huggingface"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
     ]
-    if not is_hub(spec.model.tokenizer_location):
+    if tokenizer_offline(spec):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     if spec.model.hf_token_secret is not None:
         env.append(

@@ -30,6 +30,7 @@ from draftgen.spec import GenerationJobSpec
 from .. import names
 from ..settings import OperatorSettings
 from . import volumes as volumes_
+from .model_volume import downloads, volume_path
 
 HOME = "/home/sglang"
 METRICS_PATH = "/metrics"
@@ -43,7 +44,8 @@ def server_args(spec: GenerationJobSpec) -> list[str]:
     s = spec.server
     args = [
         F.MODEL_PATH,
-        loader_name(spec.model.weights),
+        # hf:// weights the download Job put on the models volume are read from there.
+        volume_path(spec) if downloads(spec) else loader_name(spec.model.weights),
         F.HOST,
         "0.0.0.0",
         F.PORT,
@@ -89,7 +91,7 @@ def _env(spec: GenerationJobSpec) -> list[dict[str, Any]]:
         {"name": "TORCHINDUCTOR_CACHE_DIR", "value": f"{HOME}/.cache/torchinductor"},
         {"name": "TMPDIR", "value": "/tmp"},
     ]
-    if not is_hub(spec.model.weights):
+    if not is_hub(spec.model.weights) or downloads(spec):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     secret = spec.model.hf_token_secret
     if secret is not None:
