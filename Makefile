@@ -6,7 +6,7 @@ VENV := .cache/venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test test-fast setup venv sglang trainers models system docker image crd bench clean lint format
+.PHONY: all demo test test-fast setup venv sglang trainers models system docker image crd bench clean lint format dist
 
 all: test
 
@@ -60,9 +60,21 @@ demo: venv sglang models
 bench: setup
 	bash bench/run_all.sh
 
-# Regenerate the CRD from the typed spec (a test fails when the committed copy differs).
+# A wheel of draftgen for a laptop or a CI job (`pip install dist/draftgen-*.whl`: the CLI, the
+# operator and the planner, without the test set-up; docs/install.md). DIST_PIP_ARGS=... adds pip
+# options (tests/layout/test_dist.py builds offline with --no-build-isolation --no-index).
+DIST ?= dist
+dist: venv
+	rm -rf $(DIST)
+	$(PY) -m pip wheel -q --no-deps $(DIST_PIP_ARGS) --wheel-dir $(DIST) .
+	@ls $(DIST)/*.whl
+
+# Regenerate the CRD, the chart's values schema for generationJobs and docs/reference.md from the
+# typed spec (a test fails when a committed copy differs).
 crd: venv
 	$(VENV)/bin/draftgen crd --write crds/generationjob.yaml charts/draftgen/crds/generationjob.yaml
+	$(VENV)/bin/draftgen crd --values-schema charts/draftgen/values.schema.json
+	$(VENV)/bin/draftgen explain --reference > docs/reference.md
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; tests/layout/test_checks.py runs the
 # same in `make test`, and .pre-commit-config.yaml before each commit.

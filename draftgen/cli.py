@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+from draftgen.contract.generator_cli import ExitCode, exit_codes_epilog
 
 # name → (module with add_arguments(parser) and run(args) -> int, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("draftgen.commands.validate", "check a GenerationJob file and print its warnings"),
+    "explain": ("draftgen.commands.explain", "print one spec field's documentation, offline"),
     "crd": ("draftgen.commands.crd", "print the GenerationJob CRD generated from the typed spec"),
     "plan": ("draftgen.plan.cli", "KV capacity, concurrency, host memory, headroom and ETA"),
     "preflight": ("draftgen.commands.preflight", "check a job's inputs and tokenizer, no server"),
@@ -31,7 +35,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers = {}
     for name, (_, help_text) in COMMANDS.items():
-        subparsers[name] = sub.add_parser(name, help=help_text, description=help_text)
+        # One exit-code table for every command (docs/reference.md#exit-codes-every-command).
+        subparsers[name] = sub.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=exit_codes_epilog(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
     return parser, subparsers
 
 
@@ -55,12 +66,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if module is None:
         parser.print_help()
-        return 2
+        return ExitCode.INVALID
     try:
-        return int(module.run(args) or 0)
+        code = int(module.run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit where it cannot be caught
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.SIGINT
+    except BrokenPipeError:
+        # `draftgen stats --json | head -1`: the reader has all it wanted. Point stdout at
+        # /dev/null so the interpreter's final flush does not print a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return ExitCode.PIPE_CLOSED
 
 
 if __name__ == "__main__":

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 from draftgen.spec import Budget
+from draftgen.timefmt import rfc3339
 
 
 @dataclass
@@ -128,5 +128,5 @@ class Ledger:
             "overshoot_samples": self.overshoot_samples,
             "done": self.done,
             "exhausted": self.exhausted,
-            "updated_at": time.time(),
+            "updated_at": rfc3339(),
         }

@@ -7,7 +7,6 @@ import asyncio
 import logging
 import signal
 import sys
-from pathlib import Path
 
 # The parser is defined next to the argv the operator renders, so the two cannot disagree.
 from draftgen.contract.generator_cli import ExitCode, add_arguments
@@ -27,7 +26,9 @@ def _setup_logging(live: bool, log_format: str = "text") -> None:
 
             json_logging(handler)
         else:
-            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+            from draftgen.timefmt import IsoFormatter
+
+            handler.setFormatter(IsoFormatter("%(asctime)s %(levelname)s %(message)s"))
     from draftgen.redact import RedactingFilter
 
     handler.addFilter(RedactingFilter())  # a password in a --server URL never reaches the log
@@ -39,7 +40,8 @@ def _setup_logging(live: bool, log_format: str = "text") -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from draftgen.spec import SpecError, load_job
+    from draftgen.contract.job_argument import job_files
+    from draftgen.spec import SpecError, load_job_document
 
     from .run import RunError, Runner, Settings
     from .writer import DiskFull
@@ -48,13 +50,13 @@ def run(args: argparse.Namespace) -> int:
     _setup_logging(live, args.log_format)
     log = logging.getLogger("draftgen.generate")
     try:
-        job = load_job(args.job)
+        job, document = load_job_document(job_files(args)[0])
     except SpecError as err:
         print(err, file=sys.stderr)
         return ExitCode.INVALID
     for warning in job.spec.warnings():
         log.warning("%s", warning)
-    base_dir = (args.inputs or args.job.parent).resolve()
+    base_dir = (args.inputs or document.base_dir).resolve()
     if args.inputs is not None:
         # In a cluster (`--inputs` is the inputs volume) sources must stay on that volume: an
         # absolute path or a symlink leading elsewhere would read the container's own files.
@@ -75,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return ExitCode.INVALID
-    output = args.output if args.output is not None else Path(job.spec.output.path)
+    # Like every other relative path of the job, spec.output.path resolves from the job file's
+    # directory (the operator always passes --output: mountPath/path).
+    output = args.output if args.output is not None else document.base_dir / job.spec.output.path
     from .preflight import ArgumentProblem, check_arguments, write_problem
 
     try:

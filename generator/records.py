@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from draftgen.contract import layout
 from draftgen.redact import redact_text, redact_url
 from draftgen.spec import GenerationJob
+from draftgen.timefmt import rfc3339
 
 from .budget import Ledger
 from .client import Generation
@@ -127,7 +128,7 @@ def write_manifests(
             "samples": sum(ledger.samples for ledger in ledgers),
             "throughput_tokens_per_second": round(rate, 3),
             "eta_seconds": None if eta is None else round(eta, 1),
-            "updated_at": time.time(),
+            "updated_at": rfc3339(),
             "done": done,
         },
     )

@@ -3,6 +3,7 @@
     draftgen operator --all-namespaces --liveness http://0.0.0.0:8081/healthz
     draftgen operator --namespace drafters --standalone
     draftgen operator --render examples/kimi-k2.5.yaml     # what it would create, then exit
+    helm template ... | draftgen operator --render -f -    # every GenerationJob of a chart
 
 Every option can also come from `DRAFTGEN_OPERATOR_*` env vars (operator/settings.py); options
 given here win. With explicit `--namespace` names kopf's scanning is disabled (handlers/startup.py),
@@ -17,6 +18,8 @@ import asyncio
 import logging
 import os
 import time
+
+from draftgen.contract.job_argument import add_job_argument, job_files
 
 from .settings import ENV_PREFIX
 
@@ -50,46 +53,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", action="store_true", help="debug logging")
     parser.add_argument(
         "--render",
-        metavar="JOB.yaml",
-        help="print the objects the operator would create for this "
-        "GenerationJob (with the operator's settings) and exit",
+        action="store_true",
+        help="print the objects the operator would create for the GenerationJob(s) of FILE "
+        "(with the operator's settings) and exit",
     )
+    add_job_argument(parser, many=True)
 
 
-def render(path: str) -> int:
-    """Print every object the operator would create for a job file, or why it would refuse."""
+def render(paths: list[str]) -> int:
+    """Print every object the operator would create for the jobs of these files (each
+    GenerationJob document; other kinds are skipped), or why it would refuse one."""
     import sys
 
     import yaml
 
-    from draftgen.spec import SpecError, load_job
+    from draftgen.contract.generator_cli import ExitCode
+    from draftgen.spec import SpecError, job_documents, parse_job
 
     from .render import render_all
     from .settings import OperatorSettings
     from .validate import check
 
-    try:
-        job = load_job(path)
-    except SpecError as err:
-        print(err, file=sys.stderr)
-        return 1
-    with open(path, encoding="utf-8") as f:  # the spec exactly as written: unset stays unset
-        spec = next(
-            d
-            for d in yaml.safe_load_all(f)
-            if isinstance(d, dict) and d.get("kind") == "GenerationJob"
-        )["spec"]
     settings = OperatorSettings.from_env()
-    _, problems = check(job.metadata.name, spec, settings)
-    if problems:
-        print(
-            "the operator would reject this job:\n" + "\n".join(f"  - {p}" for p in problems),
-            file=sys.stderr,
-        )
-        return 1
-    objs = render_all(job.metadata.name, job.metadata.namespace or "default", spec, settings)
+    objs: list = []
+    for path in paths:
+        try:
+            docs = job_documents(path)
+            if not docs:
+                raise SpecError(["no document of kind GenerationJob"], path)
+            jobs = [(parse_job(doc.data, doc.source), doc) for doc in docs]
+        except SpecError as err:
+            print(err, file=sys.stderr)
+            return ExitCode.INVALID
+        for job, doc in jobs:
+            spec = doc.data["spec"]  # the spec exactly as written: unset stays unset
+            _, problems = check(job.metadata.name, spec, settings)
+            if problems:
+                print(
+                    f"{doc.source}: the operator would reject this job:\n"
+                    + "\n".join(f"  - {p}" for p in problems),
+                    file=sys.stderr,
+                )
+                return ExitCode.INVALID
+            objs += render_all(
+                job.metadata.name, job.metadata.namespace or "default", spec, settings
+            )
     print(yaml.safe_dump_all(objs, sort_keys=False, width=100), end="")
-    return 0
+    return ExitCode.OK
 
 
 def peering_priority() -> int:
@@ -103,8 +113,17 @@ def peering_priority() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    named = args.job_files or args.job_flags
     if args.render:
-        return render(args.render)
+        return render(job_files(args))
+    if named:
+        import sys
+
+        print(
+            "draftgen operator: a job file goes with --render (print what it creates)",
+            file=sys.stderr,
+        )
+        return 2
     # Options become settings before the handlers module reads them at import.
     if args.standalone:
         os.environ[ENV_PREFIX + "STANDALONE"] = "1"
@@ -121,10 +140,11 @@ def run(args: argparse.Namespace) -> int:
 
     settings = state.SETTINGS
     namespaces = list(settings.namespaces)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from draftgen.timefmt import IsoFormatter
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(IsoFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
 
     liveness = args.liveness
     if liveness is None and settings.liveness_port:

@@ -62,7 +62,9 @@ def check(
     try:
         parsed = parse_spec(effective_spec(spec or {}, settings), name=name)
     except SpecError as err:
-        return None, [p if p.startswith("spec") else f"spec.{p}" for p in err.problems]
+        return None, [
+            p if p.startswith(("spec", "metadata")) else f"spec.{p}" for p in err.problems
+        ]
     problems = cluster_problems(parsed) + policy_problems(parsed, settings)
     return (None, problems) if problems else (parsed, [])
 

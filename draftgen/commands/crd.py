@@ -1,4 +1,5 @@
-"""`draftgen crd`: print or write the CRD generated from the spec."""
+"""`draftgen crd`: print or write the CRD generated from the spec (and, with `--values-schema`,
+the chart's values schema for `generationJobs[].spec` from the same schema)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="write the CRD to these files instead of printing it",
     )
+    parser.add_argument(
+        "--values-schema",
+        metavar="PATH",
+        type=Path,
+        help="update the chart's values.schema.json: generationJobs[].spec from the CRD's schema",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.values_schema:
+        from .values_schema import write
+
+        write(args.values_schema)
+        print(f"wrote {args.values_schema}")
+        return 0
     text = crd_yaml()
     if args.write:
         for path in args.write:

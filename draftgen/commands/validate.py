@@ -1,4 +1,13 @@
-"""`draftgen validate`: the same checks the operator and the generator make, before you apply.
+"""`draftgen validate`: every check the operator makes, before you apply.
+
+By default the cluster's rules: the operator's own `check` (draftgen.controller.validate: the
+typed spec, the claims a cluster needs, the admin's policy from `DRAFTGEN_OPERATOR_*` variables),
+so `validate` and the operator refuse the same specs. `--local` applies the rules of a local
+`draftgen generate` run instead (no claims or model volume needed).
+
+Jobs are named as for every command (`FILE`, `-f FILE`, `-` for standard input); a file may hold
+many documents: each GenerationJob is validated, other kinds are skipped, so
+`helm template ... | draftgen validate -f -` checks a whole chart's jobs.
 
 With `--tokenizer`, also load each job's tokenizer here and run the generator's start-up checks on
 it (special tokens, chat template, generation prefix), so a tokenizer that cannot load (a missing
@@ -11,11 +20,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from draftgen.spec import GenerationJob, SpecError, load_job
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.contract.job_argument import add_job_argument, job_files
+from draftgen.spec import GenerationJob, JobDocument, SpecError, job_documents, parse_job
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job", nargs="+", help="GenerationJob YAML files")
+    add_job_argument(parser, many=True)
+    parser.add_argument(
+        "--local",
+        action="store_true",
+        help="the rules of a local `draftgen generate` run (no claims or model volume needed) "
+        "instead of the cluster's",
+    )
     parser.add_argument(
         "--tokenizer",
         action="store_true",
@@ -60,41 +77,95 @@ def check_sharding(job: GenerationJob, base_dir: Path) -> str | None:
     return None
 
 
+def cluster_problems(doc: JobDocument) -> list[str]:
+    """What the operator would refuse in this document: its admission check (the webhook's:
+    the spec, the claims a cluster needs, the admin's policy from its settings, the name)."""
+    from draftgen.controller.settings import OperatorSettings
+    from draftgen.controller.validate import admission_problems
+
+    return admission_problems(doc.data, OperatorSettings.from_env())
+
+
+def problems_of(doc: JobDocument, local: bool) -> tuple[GenerationJob | None, list[str]]:
+    """(the job, every problem) under the local or the cluster rules."""
+    try:
+        job: GenerationJob | None = parse_job(doc.data, doc.source)
+        problems: list[str] = []
+    except SpecError as err:
+        job, problems = None, err.problems
+    if not local:  # the operator's own words for the spec; the document's other parts stay
+        problems = [p for p in problems if not p.startswith("spec")]
+        problems += [p for p in cluster_problems(doc) if p not in problems]
+    if job is None:
+        return None, problems
+    sharding = check_sharding(job, doc.base_dir)
+    if sharding is not None:
+        problems.append(sharding)
+    return job, problems
+
+
+def _tokenizer_status(doc: JobDocument, job: GenerationJob) -> ExitCode:
+    from draftgen.generator.integrity import IntegrityError
+    from draftgen.generator.pretokenize import TokenizerError
+
+    try:
+        print(f"  {check_tokenizer(job, doc.base_dir)}")
+    except TokenizerError as err:
+        print(f"{doc.source}: {err}", file=sys.stderr)
+        return ExitCode.INVALID
+    except IntegrityError as err:
+        print(f"{doc.source}: {err}", file=sys.stderr)
+        return ExitCode.INTEGRITY
+    return ExitCode.OK
+
+
+def _inputs_status(doc: JobDocument, job: GenerationJob) -> ExitCode:
+    """The preflight here (as the operator's preflight Job and `generate` run it); its exit
+    code is the one `draftgen preflight` would give (2 a dataset, 3 the tokenizer)."""
+    from draftgen.generator.input_preflight import preflight, problems, summary_lines
+
+    report, code = preflight(job, doc.base_dir)
+    print("\n".join(f"  {line}" for line in summary_lines(report)))
+    for problem in problems(report):
+        print(f"{doc.source}: {problem}", file=sys.stderr)
+    return ExitCode.OK if report.passed else code
+
+
 def run(args: argparse.Namespace) -> int:
-    status = 0
-    for path in args.job:
+    status = ExitCode.OK
+    rules = "local rules" if args.local else "cluster rules"
+    for path in job_files(args):
         try:
-            job = load_job(path)
+            docs = job_documents(path)
         except SpecError as err:
             print(err, file=sys.stderr)
-            status = 1
+            status = ExitCode.INVALID
             continue
-        sharding = check_sharding(job, Path(path).resolve().parent)
-        if sharding is not None:
-            print(f"{path}: GenerationJob is invalid:\n  - {sharding}", file=sys.stderr)
-            status = 1
-            continue
-        print(
-            f"{path}: GenerationJob {job.metadata.name} is valid "
-            f"({len(job.spec.datasets)} datasets)"
-        )
-        for warning in job.spec.warnings():
-            print(f"  warning: {warning}")
-        if args.tokenizer:
-            from draftgen.generator.integrity import IntegrityError
-            from draftgen.generator.pretokenize import TokenizerError
-
-            try:
-                print(f"  {check_tokenizer(job, Path(path).resolve().parent)}")
-            except (TokenizerError, IntegrityError) as err:
-                print(f"{path}: {err}", file=sys.stderr)
-                status = 1
-        if args.inputs:
-            from draftgen.generator.input_preflight import preflight, problems, summary_lines
-
-            report, _ = preflight(job, Path(path).resolve().parent)
-            print("\n".join(f"  {line}" for line in summary_lines(report)))
-            for problem in problems(report):
-                print(f"{path}: {problem}", file=sys.stderr)
-            status = status or (0 if report.passed else 1)
+        if not docs:
+            print(f"{path}: no document of kind GenerationJob", file=sys.stderr)
+            status = ExitCode.INVALID
+        for doc in docs:
+            job, problems = problems_of(doc, args.local)
+            if problems:
+                lines = "\n".join(f"  - {p}" for p in problems)
+                hint = ""
+                if job is not None and not args.local and not problems_of(doc, True)[1]:
+                    hint = f"\n  (valid for a local run: draftgen validate --local {path})"
+                print(
+                    f"{doc.source}: GenerationJob is invalid ({rules}):\n{lines}{hint}",
+                    file=sys.stderr,
+                )
+                status = ExitCode.INVALID
+                continue
+            assert job is not None
+            print(
+                f"{doc.source}: GenerationJob {job.metadata.name} is valid under the {rules} "
+                f"({len(job.spec.datasets)} datasets)"
+            )
+            for warning in job.spec.warnings():
+                print(f"  warning: spec.{warning}")
+            if args.tokenizer:
+                status = max(status, _tokenizer_status(doc, job))
+            if args.inputs:
+                status = max(status, _inputs_status(doc, job))
     return status

@@ -12,6 +12,8 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
+from .job_argument import JOB_FLAG, add_job_argument
+
 COMMAND = "generate"
 """The `draftgen` subcommand that runs the generator."""
 
@@ -19,7 +21,7 @@ COMMAND = "generate"
 class Flag(enum.StrEnum):
     """Flags of `draftgen generate`."""
 
-    JOB = "--job"
+    JOB = JOB_FLAG
     SERVER = "--server"
     OUTPUT = "--output"
     INPUTS = "--inputs"
@@ -32,7 +34,10 @@ class Flag(enum.StrEnum):
 
 
 class ExitCode(enum.IntEnum):
-    """`draftgen generate` exit codes; each member's docstring is what `-h` prints for it."""
+    """The exit codes of every `draftgen` command (docs/cli.md has the table); each member's
+    docstring is what `-h` prints for it. `generate` can return any of them; `validate`, `plan`,
+    `export`, `stats` and `operator --render` return 0, 2 (refused: the message names the field
+    or flag and the fix), 3 (`validate --tokenizer`: an integrity check) or 141."""
 
     def __new__(cls, value: int, doc: str) -> ExitCode:
         member = int.__new__(cls, value)
@@ -40,9 +45,9 @@ class ExitCode(enum.IntEnum):
         member.__doc__ = doc
         return member
 
-    OK = 0, "every dataset met its budget or ran out of rows"
+    OK = 0, "done (generate: every dataset met its budget or ran out of rows)"
     UNEXPECTED = 1, "unexpected error (a bug: please report it with the log)"
-    INVALID = 2, "the job file or the arguments are invalid"
+    INVALID = 2, "the job file, its inputs or the arguments are invalid (the message says the fix)"
     INTEGRITY = (
         3,
         ("integrity check refused to start: the data would be wrong (tokenizer, template, server)"),
@@ -64,6 +69,10 @@ class ExitCode(enum.IntEnum):
         "the model hub could not be reached or broke off; run again: it fetches only what is missing",
     )
     SIGINT = 130, "interrupted (SIGINT); run the same command again to resume"
+    PIPE_CLOSED = (
+        141,
+        "standard output was closed early (`| head`): not an error of the command",
+    )
     SIGTERM = 143, "terminated (SIGTERM); run the same command again to resume"
 
 
@@ -115,7 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The parser of `draftgen generate`, from the same flags `GeneratorArgs.argv()` writes."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = exit_codes_epilog()
-    parser.add_argument(Flag.JOB.value, required=True, type=Path, help="GenerationJob YAML file")
+    add_job_argument(parser)
     parser.add_argument(
         Flag.SERVER.value,
         action="append",

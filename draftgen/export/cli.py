@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from draftgen.contract.generator_cli import ExitCode
+
 from . import card
 from .mix import parse_mix
 from .records import ExportError, left_out_dirs, read_manifests
@@ -33,7 +35,11 @@ RETOKENIZATION_WARNING = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", type=Path, help="output directory written by `draftgen generate`")
+    # Optional here only so that `--mix a=0.5 b=2 DIR` parses: argparse's `--mix` takes DIR too,
+    # and run() hands back the last word without `=` (see records_dir()).
+    parser.add_argument(
+        "dir", type=Path, nargs="?", help="output directory written by `draftgen generate`"
+    )
     parser.add_argument(
         "--format",
         required=True,
@@ -242,8 +248,18 @@ def summary_json(summary: ExportSummary, export_format: str) -> dict:
     }
 
 
+def records_dir(args: argparse.Namespace) -> Path:
+    """DIR, also when `--mix` swallowed it (`--mix a=0.5 b=2 DIR`: the last word has no `=`)."""
+    if args.dir is None and args.mix and "=" not in args.mix[-1]:
+        args.dir = Path(args.mix.pop())
+    if args.dir is None:
+        raise ExportError("name the records directory: draftgen export DIR --format ... --out ...")
+    return args.dir
+
+
 def run(args: argparse.Namespace) -> int:
     try:
+        records_dir(args)
         if args.specforge_text and args.format != "specforge-conversations":
             raise ExportError(
                 "--specforge-text goes with --format specforge-conversations (--format "
@@ -263,14 +279,14 @@ def run(args: argparse.Namespace) -> int:
         )
     except ExportError as err:
         print(f"draftgen export: {err}", file=sys.stderr)
-        return 1
+        return ExitCode.INVALID
     except OSError as err:  # e.g. --out on a read-only filesystem
         print(
             f"draftgen export: cannot write {err.filename or args.out} ({err.strerror}); "
             "choose a writable --out",
             file=sys.stderr,
         )
-        return 1
+        return ExitCode.INVALID
     for name, ds in summary.datasets.items():
         rows = " ".join(f"{s}={c.samples}" for s, c in ds.splits.items() if c.samples)
         print(

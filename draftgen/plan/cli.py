@@ -1,4 +1,4 @@
-"""`draftgen plan --job FILE`: KV capacity, concurrency, host memory, headroom and ETA, before the
+"""`draftgen plan FILE` (or `-f FILE`, `-` for standard input): KV capacity, concurrency, host memory, headroom and ETA, before the
 GPUs are booked (estimated) or from one observed start (measured), as text or `--json`."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import get_args
 
-from draftgen.spec import SpecError, load_job
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.contract.job_argument import add_job_argument, job_files
+from draftgen.spec import SpecError, load_job_document
 from draftgen.spec.server import KVCacheDtype
 
 from .kvcache import MemoryInputError, parse_start_log
@@ -31,7 +33,7 @@ def _positive(kind):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--job", required=True, type=Path, help="GenerationJob YAML file")
+    add_job_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.add_argument(
         "--model-config",
@@ -104,26 +106,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        job = load_job(args.job)
+        job, document = load_job_document(job_files(args)[0])
     except SpecError as err:
         print(err, file=sys.stderr)
-        return 1
+        return ExitCode.INVALID
     if args.from_log and (args.free_before_load_gib or args.free_after_load_gib):
         print(
             "plan: give either --from-log or --free-before-load-gib/--free-after-load-gib, "
             "not both",
             file=sys.stderr,
         )
-        return 2
+        return ExitCode.INVALID
     if args.mem_fraction_static is not None and not 0 < args.mem_fraction_static < 1:
         print(
             f"plan: --mem-fraction-static {args.mem_fraction_static} must be between 0 and 1",
             file=sys.stderr,
         )
-        return 2
+        return ExitCode.INVALID
     try:
         inputs = PlanInputs(
-            base_dir=args.job.resolve().parent,
+            base_dir=document.base_dir,
             model_config=load_model_config(args.model_config) if args.model_config else None,
             gpu_memory_gib=args.gpu_memory_gib,
             free_before_load_gib=args.free_before_load_gib,
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         plan = build_plan(job, inputs)
     except (ModelConfigError, MemoryInputError, OSError) as err:
         print(f"plan: {err}", file=sys.stderr)
-        return 1
+        return ExitCode.INVALID
     sys.stdout.write(render_json(plan) if args.json else render_text(plan))
     return 0
 

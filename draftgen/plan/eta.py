@@ -3,7 +3,11 @@
 A dataset's work is its completion-token budget; a `maxSamples` budget is samples × the mean
 completion; a `totalTokens` budget is the completion share of it. With several limits the first
 reached counts. Datasets run interleaved, so the total is the sum over one shared throughput
-(80M tokens at 930 tok/s ≈ 24 h).
+(80M tokens at 930 tok/s ≈ 24 h), and each dataset finishes when its own work is done at its
+share of that throughput: the generator keeps the same number of requests in flight for every
+unfinished dataset (the one with the fewest first), so each gets an equal share while it runs and
+the others' shares grow as datasets finish. A small dataset among large ones is done early; the
+last one ends with the total.
 
 This is the one rule for both ETAs in a GenerationJob's status: the planner's (`status.plan`,
 from expected lengths) and the generator's (`status.eta`, from the lengths measured so far, via
@@ -135,6 +139,10 @@ class Eta:
     """`ceiling` or `measured`."""
 
     per_dataset_seconds: dict[str, float | None]
+    """When each dataset is expected to finish, from now, running interleaved with the others
+    (`finish_times`); None when its work is unknown."""
+
+    share_seconds: dict[str, float | None]
     """Each dataset's share of the run (its tokens at the full rate)."""
 
     total_tokens: float
@@ -150,7 +158,7 @@ def eta(work: list[DatasetWork], throughput_tokens_per_second: float, basis: str
     """Seconds per dataset and in total, at one throughput."""
     if throughput_tokens_per_second <= 0:
         raise ValueError(f"throughput must be positive, got {throughput_tokens_per_second}")
-    per = {
+    share = {
         w.name: (
             None
             if w.remaining_tokens is None
@@ -163,7 +171,27 @@ def eta(work: list[DatasetWork], throughput_tokens_per_second: float, basis: str
     return Eta(
         throughput_tokens_per_second,
         basis,
-        per,
+        finish_times(work, throughput_tokens_per_second),
+        share,
         known,
         known / throughput_tokens_per_second if complete else None,
     )
+
+
+def finish_times(work: list[DatasetWork], throughput: float) -> dict[str, float | None]:
+    """Seconds until each dataset finishes when all run at once with equal shares of
+    `throughput`, a finished dataset's share going to the rest. A dataset of unknown work keeps
+    its share throughout (it runs until its rows end), so the others' times are upper bounds."""
+    unknown = sum(1 for w in work if w.remaining_tokens is None)
+    known = sorted(
+        (w for w in work if w.remaining_tokens is not None), key=lambda w: w.remaining_tokens or 0.0
+    )
+    out: dict[str, float | None] = {w.name: None for w in work}
+    clock, done_tokens = 0.0, 0.0
+    for i, w in enumerate(known):
+        running = len(known) - i + unknown
+        remaining = w.remaining_tokens or 0.0
+        clock += (remaining - done_tokens) * running / throughput
+        done_tokens = remaining
+        out[w.name] = clock
+    return out

@@ -99,6 +99,9 @@ class Plan:
     missing: list[str] = field(default_factory=list)
     """Inputs that would complete the plan, each with the field or flag that gives it."""
 
+    eta_guesses: list[str] = field(default_factory=list)
+    """The estimated (not measured) inputs the ETA rests on, each with what would measure it."""
+
 
 def check_tensor_parallel(model: ModelConfig, tp: int) -> None:
     """SGLang shards attention heads over the ranks: a `tp` that does not divide them cannot
@@ -331,10 +334,58 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
     )
     if rate:
         plan.eta = eta_mod.eta(plan.work, rate, basis)
+        plan.eta_guesses = _eta_guesses(plan, inputs)
     for w in plan.work:
         if w.completion_tokens is None:
             plan.missing.append(f"dataset {w.name}: {w.basis.removeprefix('unknown: ')}")
     return plan
+
+
+_LENGTHS_FROM = {
+    "job": "spec.planning.meanPromptTokens/meanCompletionTokens (one guess for every dataset)",
+    "command line": "--mean-prompt-tokens/--mean-completion-tokens (one guess for every dataset)",
+    "dataset": "its spec.datasets[].expected (an estimate)",
+}
+
+
+def _eta_guesses(plan: Plan, inputs: PlanInputs) -> list[str]:
+    """Which inputs of the ETA were guessed rather than measured, and where each came from."""
+    assert plan.eta is not None
+    out = []
+    ceiling = plan.eta.basis == "ceiling"
+    if ceiling:
+        out.append(
+            f"throughput: the ceiling at {plan.decode_tokens_per_second:g} tok/s per decode "
+            "(spec.planning.decodeTokensPerSecond or --decode-tokens-per-second), not a measured "
+            "rate; pass --measured-throughput once the server runs"
+        )
+        memory = plan.memory
+        if inputs.observed_kv_capacity_tokens is None and memory and memory.source == "estimated":
+            out.append(
+                "KV capacity: estimated from the GPU memory and the weights' size; measure "
+                "one start (spec.planning.measured or --from-log)"
+            )
+    guessed: dict[tuple[str, int | None, int | None], list[str]] = {}
+    for lengths, work in zip(plan.lengths, plan.work):
+        # Lengths set the decodes (ceiling) and turn sample or total budgets into tokens.
+        if work.completion_tokens is None:
+            continue
+        if (ceiling or not work.basis.startswith("completionTokens")) and (
+            lengths.source in _LENGTHS_FROM
+        ):
+            key = (lengths.source, lengths.prompt_tokens, lengths.completion_tokens)
+            guessed.setdefault(key, []).append(lengths.name)
+    for (source, prompt, completion), names in guessed.items():
+        which = f"dataset {names[0]}" if len(names) == 1 else f"datasets {', '.join(names)}"
+        out.append(
+            f"{which}: mean prompt {_num(prompt)} / completion {_num(completion)} tokens from "
+            f"{_LENGTHS_FROM[source]}"
+        )
+    return out
+
+
+def _num(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
 
 
 def _what_if(

@@ -167,7 +167,11 @@ def _eta(plan: Plan) -> list[str]:
     if e is None:
         out.append("  not computed: needs a throughput (the ceiling, or --measured-throughput)")
     else:
-        out.append(f"  at {e.throughput_tokens_per_second:,.0f} completion tok/s ({e.basis}):")
+        out.append(
+            f"  at {e.throughput_tokens_per_second:,.0f} completion tok/s ({e.basis}), datasets "
+            "interleaved; `done in` is when each is expected to finish:"
+        )
+        out.append(f"  {'dataset':<20} {'to generate':>21} {'done in':>8}")
     for w in plan.work:
         secs = e.per_dataset_seconds.get(w.name) if e else None
         done = f", {w.done_tokens:,} done" if w.done_tokens else ""
@@ -178,6 +182,9 @@ def _eta(plan: Plan) -> list[str]:
     if e:
         total = format_duration(e.total_seconds) or "unknown (some datasets have no token figure)"
         out.append(f"  {'total':<20} {_n(e.total_tokens):>14} tokens {total:>8}")
+    if plan.eta_guesses:
+        out.append("  guessed, not measured (the ETA is only as good as these):")
+        out += [f"    - {g}" for g in plan.eta_guesses]
     return out
 
 

@@ -14,7 +14,17 @@ from .job import (
     GenerationJobSpec,
     ObjectMeta,
 )
-from .load import SpecError, format_errors, load_job, parse_job, parse_spec
+from .load import (
+    STDIN,
+    JobDocument,
+    SpecError,
+    format_errors,
+    job_documents,
+    load_job,
+    load_job_document,
+    parse_job,
+    parse_spec,
+)
 from .model import ModelSpec, SecretKeyRef, VolumeSource
 from .planning import ExpectedLengths, MeasuredStart, PlanningSpec
 from .runtime import Concurrency, GeneratorSpec, InputsSpec, OutputSpec
@@ -38,6 +48,7 @@ __all__ = [
     "PLURAL",
     "SHORT_NAMES",
     "SINGULAR",
+    "STDIN",
     "VERSION",
     "Budget",
     "Concurrency",
@@ -52,6 +63,7 @@ __all__ = [
     "GeneratorSpec",
     "HierarchicalCache",
     "InputsSpec",
+    "JobDocument",
     "MeasuredStart",
     "ModelSpec",
     "ObjectMeta",
@@ -68,7 +80,9 @@ __all__ = [
     "SpecModel",
     "VolumeSource",
     "format_errors",
+    "job_documents",
     "load_job",
+    "load_job_document",
     "parse_job",
     "parse_spec",
 ]

@@ -112,8 +112,27 @@ class GenerationJobSpec(SpecModel):
         raise KeyError(name)
 
     def warnings(self) -> list[str]:
-        """Legal but risky settings."""
-        return self.server.warnings()
+        """Legal but risky settings, each with the value that will be used."""
+        out = self.server.warnings()
+        defaulted = [
+            ds.name
+            for ds in self.datasets
+            if "max_new_tokens" not in self.sampling.model_fields_set
+            and (ds.sampling is None or ds.sampling.max_new_tokens is None)
+        ]
+        if defaulted:
+            out.append(
+                f"sampling.maxNewTokens: not set; {self.sampling.max_new_tokens} (draftgen's "
+                f"default, not SGLang's 128) will be used for {', '.join(defaulted)}: set it to "
+                "the longest completion to keep (longer ones finish as `length`)"
+            )
+        for i, ds in enumerate(self.datasets):
+            if ds.budget.unlimited:
+                out.append(
+                    f"datasets[{i}]({ds.name}).budget: no limit; every row of {ds.source} will be "
+                    "generated: set completionTokens (or totalTokens, maxSamples) to cap it"
+                )
+        return out
 
 
 class ObjectMeta(SpecModel):

@@ -85,7 +85,8 @@ class OutputSpec(SpecModel):
     """Where the output claim is mounted."""
 
     path: str = Field(default=".", min_length=1)
-    """Directory below `mountPath` (or below the working directory when run locally)."""
+    """Directory below `mountPath` in a cluster; run locally, relative to the job file's
+    directory like every other path of the job (`generate --output` overrides it)."""
 
     shard_max_records: StrictInt = Field(default=10_000, ge=1, le=10_000_000)
     """Records per JSONL shard before a new shard starts."""

@@ -12,6 +12,7 @@ from draftgen.contract.generator_cli import (
     add_arguments,
     exit_codes_epilog,
 )
+from draftgen.contract.job_argument import job_files
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -31,7 +32,7 @@ def test_every_rendered_option_comes_back_from_the_parser() -> None:
         metrics_linger_seconds=60,
     )
     got = _parse(args.argv())
-    assert str(got.job) == args.job
+    assert job_files(got) == [args.job]
     assert got.servers == args.servers
     assert str(got.output) == args.output and str(got.inputs) == args.inputs
     assert got.metrics_port == 9400 and got.metrics_linger == 60.0

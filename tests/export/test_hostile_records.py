@@ -43,7 +43,7 @@ def test_damaged_shard_line_is_refused_naming_its_place(tmp_path, capsys, kind, 
     lines = shard.read_text().splitlines()
     lines.insert(len(lines) if last else 1, _line(kind))
     shard.write_text("\n".join(lines) + "\n")  # complete lines: damage, not a torn write
-    assert _export(root, tmp_path / "out") == 1
+    assert _export(root, tmp_path / "out") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert f"shard-00000.jsonl:{len(lines) if last else 2}:" in err[0]

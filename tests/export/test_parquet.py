@@ -99,7 +99,7 @@ def test_card_counts_match_the_manifests(output_dir, tmp_path):
 def test_an_existing_export_is_not_overwritten_unless_asked(output_dir, tmp_path, capsys):
     out = tmp_path / "pq"
     _export(output_dir, out)
-    assert main(["export", str(output_dir), "--format", "parquet", "--out", str(out)]) == 1
+    assert main(["export", str(output_dir), "--format", "parquet", "--out", str(out)]) == 2
     assert "--overwrite" in capsys.readouterr().err
     _export(output_dir, out, "--overwrite", "--include-truncated")
     assert len(_parquet_rows(out)) == 17

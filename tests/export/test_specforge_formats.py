@@ -64,7 +64,7 @@ def test_specforge_text_goes_with_the_conversation_form(tmp_path, capsys):
             "--specforge-text",
         ]
     )
-    assert code == 1
+    assert code == 2  # ExitCode.INVALID
     assert "--format specforge-conversations" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
@@ -74,7 +74,7 @@ def test_conversation_form_warns_and_prints_the_keys_it_needs(tmp_path, capsys):
     root = write_output(tmp_path / "run", {"chat": synthetic_records("chat", 2)}, model=None)
     out = tmp_path / "o"
     args = ["export", str(root), "--format", "specforge-conversations", "--out", str(out)]
-    assert main(args) == 1
+    assert main(args) == 2  # ExitCode.INVALID
     err = capsys.readouterr().err
     assert "warning: --format specforge-conversations writes text" in err
     assert "tokenizes again" in err and "--format specforge writes the ids" in err

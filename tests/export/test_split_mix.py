@@ -89,11 +89,11 @@ def test_cli_refuses_bad_fraction_and_misplaced_flags(output_dir, tmp_path, caps
     from draftgen.cli import main
 
     base = ["export", str(output_dir), "--out", str(tmp_path / "o")]
-    assert main([*base, "--format", "parquet", "--validation-fraction", "1.5"]) == 1
+    assert main([*base, "--format", "parquet", "--validation-fraction", "1.5"]) == 2
     assert "--validation-fraction 1.5" in capsys.readouterr().err
-    assert main([*base, "--format", "parquet", "--specforge-text"]) == 1
+    assert main([*base, "--format", "parquet", "--specforge-text"]) == 2
     assert "--specforge-text goes with --format specforge" in capsys.readouterr().err
-    assert main([*base, "--format", "parquet", "--out", str(output_dir / "x")]) == 1
+    assert main([*base, "--format", "parquet", "--out", str(output_dir / "x")]) == 2
     assert "inside the records directory" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 

@@ -132,7 +132,7 @@ def test_tokenizer_comes_from_the_manifest_or_a_clear_error(kimi_run, tmp_path, 
     no_model = write_output(tmp_path / "run", {"chat": records[:1]}, model=None)
     assert (
         main(["export", str(no_model), "--format", "speculators", "--out", str(tmp_path / "o")])
-        == 1
+        == 2
     )
     assert "--tokenizer" in capsys.readouterr().err
     rows = _export(no_model, "speculators", tmp_path / "o2", "--tokenizer", str(TINY_KIMI))

@@ -99,7 +99,7 @@ def test_export_out_naming_an_existing_file(tmp_path):
             [sys.executable, "-m", "draftgen.cli", "export", str(src), "--format", "parquet",
              "--out", str(out), *extra]
         )  # fmt: skip
-        _check(code, lines, 1, "--out", str(out), "not a directory")
+        _check(code, lines, 2, "--out", str(out), "not a directory")
         assert out.read_text() == "precious\n"
 
 

@@ -250,21 +250,22 @@ def test_no_unsafe_parsing_in_the_code():
 # ---- paths stay on their volumes -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "field, value",
-    [
-        ("source", "../secrets.jsonl"),
-        ("source", "data/../../etc/passwd"),
-        ("source", "file://../x.jsonl"),
-        ("source", "s3://bucket/x.jsonl"),
-        ("source", "https://example.com/x.jsonl"),
-        ("path", "/etc"),
-        ("path", "../elsewhere"),
-        ("path", "runs/../../x"),
-        ("name", "../up"),
-        ("name", "a/b"),
-    ],
-)
+# (the field, a value that leaves its volume); tests/spec/spec_cases.py reads these too
+ESCAPING_PATHS = [
+    ("source", "../secrets.jsonl"),
+    ("source", "data/../../etc/passwd"),
+    ("source", "file://../x.jsonl"),
+    ("source", "s3://bucket/x.jsonl"),
+    ("source", "https://example.com/x.jsonl"),
+    ("path", "/etc"),
+    ("path", "../elsewhere"),
+    ("path", "runs/../../x"),
+    ("name", "../up"),
+    ("name", "a/b"),
+]
+
+
+@pytest.mark.parametrize("field, value", ESCAPING_PATHS)
 def test_paths_that_leave_their_volume_are_refused(field, value):
     job = copy.deepcopy(_job_variants()[0])
     if field == "path":

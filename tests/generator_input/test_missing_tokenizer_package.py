@@ -107,7 +107,7 @@ def _job(tmp_path: Path, tokenizer: Path) -> Path:
 
 def _validate(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "draftgen.cli", "validate", *args],
+        [sys.executable, "-m", "draftgen.cli", "validate", "--local", *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -118,7 +118,7 @@ def test_validate_tokenizer_shows_it_before_any_server_starts(tmp_path, broken_t
     job = _job(tmp_path, broken_tokenizer)
     assert _validate(str(job)).returncode == 0  # the spec alone is fine
     run = _validate("--tokenizer", str(job))
-    assert run.returncode == 1
+    assert run.returncode == 2  # ExitCode.INVALID, as `draftgen generate` would exit
     assert f"pip install {MISSING}" in run.stderr
 
 

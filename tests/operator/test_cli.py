@@ -91,5 +91,5 @@ def test_render_prints_what_the_operator_would_create_or_why_not(tmp_path) -> No
         text=True,
         timeout=120,
     )
-    assert refused.returncode == 1
+    assert refused.returncode == 2
     assert "spec.output.claimName: required in a cluster" in refused.stderr

@@ -100,7 +100,7 @@ def test_a_good_job_passes_with_a_report_per_dataset(tmp_path, tiny_kimi, inputs
     assert chat.prompt_tokens and chat.prompt_tokens.p50 <= chat.prompt_tokens.p90
     assert chat.prompt_tokens.p99 <= chat.prompt_tokens.max
     assert "prompts end with '<think>'" in parsed.tokenizer
-    assert main(["validate", "--inputs", str(job)]) == 0
+    assert main(["validate", "--local", "--inputs", str(job)]) == 0
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -109,9 +109,9 @@ def test_each_mistake_fails_validate_and_the_preflight_with_the_dataset_and_fix(
 ):
     datasets, model, expected, code = CASES[case]
     job = _job(tmp_path, tiny_kimi, datasets, **model)
-    assert main(["validate", str(job)]) == 0  # the spec alone is fine
+    assert main(["validate", "--local", str(job)]) == 0  # the spec alone is fine
     capsys.readouterr()
-    assert main(["validate", "--inputs", str(job)]) == 1
+    assert main(["validate", "--local", "--inputs", str(job)]) == code  # as `preflight` exits
     err = capsys.readouterr().err
     for text in expected:
         assert text in err, err

@@ -240,6 +240,7 @@ def test_docs_show_the_manifests_the_code_renders() -> None:
 def test_generator_command_line_is_what_draftgen_generate_parses() -> None:
     import argparse
 
+    from draftgen.contract.job_argument import job_files
     from draftgen.generator import cli as generate_cli
 
     job = _render(_variants()["kimi-two-replicas"])["Job/kimi-k25-eagle3-generator"]
@@ -248,7 +249,7 @@ def test_generator_command_line_is_what_draftgen_generate_parses() -> None:
     parser = argparse.ArgumentParser()
     generate_cli.add_arguments(parser)
     args = parser.parse_args(container["args"][1:])
-    assert str(args.job) == "/etc/draftgen/job.yaml"
+    assert job_files(args) == ["/etc/draftgen/job.yaml"]
     assert args.servers == [
         f"http://kimi-k25-eagle3-server-{i}.kimi-k25-eagle3-server.drafters.svc:30000"
         for i in (0, 1)
@@ -258,4 +259,4 @@ def test_generator_command_line_is_what_draftgen_generate_parses() -> None:
     assert args.metrics_port == 9400
     # The job file is where the ConfigMap is mounted.
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
-    assert mounts["job"] + "/job.yaml" == str(args.job)
+    assert mounts["job"] + "/job.yaml" == job_files(args)[0]

@@ -106,7 +106,7 @@ def test_measured_figures_on_the_command_line(capsys, examples):
     code, _, err = _plan(
         capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--free-before-load-gib", "94.04"
     )
-    assert code == 1 and "--free-after-load-gib" in err
+    assert code == 2 and "--free-after-load-gib" in err
 
 
 def test_unknown_config_lists_what_is_missing(capsys, tmp_path, examples):

@@ -68,19 +68,20 @@ def test_an_owned_flag_is_refused_in_every_spelling(flag: SGLangFlag) -> None:
         assert flag.value in problem, (form, problem)
 
 
-@pytest.mark.parametrize(
-    "arg, words",
-    [
-        ("--tp=4", ["--tp (SGLang reads it as --tp-size)", "spec.server.tensorParallelSize"]),
-        ("--kv-cache=fp8_e4m3", ["spec.server.kvCacheDtype"]),
-        ("--mem=0.97", ["spec.server.memFractionStatic"]),
-        ("--hicache-si=300", ["spec.server.hierarchicalCache.sizeGBPerRank"]),
-        ("--model=/other", ["spec.model.weights"]),
-        ("--kv=fp8_e4m3", ["ambiguous prefix", "--kv-cache-dtype", "spell the flag out"]),
-        ("--hos", ["--host", "0.0.0.0"]),
-        ("--config", ["further flags from that file"]),
-    ],
-)
+# (the extraArgs element, words the message must contain)
+BYPASSES = [
+    ("--tp=4", ["--tp (SGLang reads it as --tp-size)", "spec.server.tensorParallelSize"]),
+    ("--kv-cache=fp8_e4m3", ["spec.server.kvCacheDtype"]),
+    ("--mem=0.97", ["spec.server.memFractionStatic"]),
+    ("--hicache-si=300", ["spec.server.hierarchicalCache.sizeGBPerRank"]),
+    ("--model=/other", ["spec.model.weights"]),
+    ("--kv=fp8_e4m3", ["ambiguous prefix", "--kv-cache-dtype", "spell the flag out"]),
+    ("--hos", ["--host", "0.0.0.0"]),
+    ("--config", ["further flags from that file"]),
+]
+
+
+@pytest.mark.parametrize("arg, words", BYPASSES)
 def test_the_issues_bypasses_are_refused_with_the_fix(arg: str, words: list[str]) -> None:
     (problem,) = refused_with([arg, "x"])
     assert problem.startswith("spec.server.extraArgs[0]: ")

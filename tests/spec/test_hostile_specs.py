@@ -31,30 +31,32 @@ def chat(**fields: object) -> list[dict]:
     return [{"name": "chat", "source": "chat.jsonl", "format": "messages", **fields}]
 
 
-@pytest.mark.parametrize(
-    "spec, field, words",
-    [
-        ({"sampling": {"topK": 0}}, "spec.sampling.topK", ["keeps no token", "-1"]),
-        (
-            {"datasets": chat(sampling={"topK": 0})},
-            "spec.datasets[0](chat).sampling.topK",
-            ["-1"],
-        ),
-        ({"server": {"replicas": 0}}, "spec.server.replicas", ["greater than or equal to 1"]),
-        (
-            {"datasets": chat(budget={"maxSamples": True})},
-            "spec.datasets[0](chat).budget.maxSamples",
-            ["whole number"],
-        ),
-        ({"server": {"tensorParallelSize": True}}, "spec.server.tensorParallelSize", ["whole"]),
-        ({"server": {"port": 30000.0}}, "spec.server.port", ["whole number"]),
-        ({"server": {"port": "30000"}}, "spec.server.port", ["whole number"]),
-        ({"suspend": 1}, "spec.suspend", ["true or false"]),
-        ({"model": {"weights": "/m", "trustRemoteCode": "yes"}}, "spec.model.trustRemoteCode", []),
-        ({"sampling": {"temperature": True}}, "spec.sampling.temperature", []),
-        ({"sampling": {"stopTokenIds": [1, False]}}, "spec.sampling.stopTokenIds[1]", []),
-    ],
-)
+# (spec fields, the field the message names, words it must contain); tests/spec/spec_cases.py
+# also runs each through `draftgen validate` and the operator.
+REFUSED_SPECS = [
+    ({"sampling": {"topK": 0}}, "spec.sampling.topK", ["keeps no token", "-1"]),
+    (
+        {"datasets": chat(sampling={"topK": 0})},
+        "spec.datasets[0](chat).sampling.topK",
+        ["-1"],
+    ),
+    ({"server": {"replicas": 0}}, "spec.server.replicas", ["greater than or equal to 1"]),
+    (
+        {"datasets": chat(budget={"maxSamples": True})},
+        "spec.datasets[0](chat).budget.maxSamples",
+        ["whole number"],
+    ),
+    ({"server": {"tensorParallelSize": True}}, "spec.server.tensorParallelSize", ["whole"]),
+    ({"server": {"port": 30000.0}}, "spec.server.port", ["whole number"]),
+    ({"server": {"port": "30000"}}, "spec.server.port", ["whole number"]),
+    ({"suspend": 1}, "spec.suspend", ["true or false"]),
+    ({"model": {"weights": "/m", "trustRemoteCode": "yes"}}, "spec.model.trustRemoteCode", []),
+    ({"sampling": {"temperature": True}}, "spec.sampling.temperature", []),
+    ({"sampling": {"stopTokenIds": [1, False]}}, "spec.sampling.stopTokenIds[1]", []),
+]
+
+
+@pytest.mark.parametrize("spec, field, words", REFUSED_SPECS)
 def test_a_spec_that_would_fail_every_request_is_refused(spec, field, words) -> None:
     (problem,) = problems_of(**spec)
     assert problem.startswith(f"{field}: "), problem
