@@ -6,7 +6,7 @@ VENV := .cache/venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test test-fast setup venv sglang models system docker image crd bench clean lint format
+.PHONY: all demo test test-fast setup venv sglang models system docker image crd metrics-doc bench clean lint format
 
 all: test
 
@@ -58,6 +58,10 @@ bench: setup
 # Regenerate the CRD from the typed spec (a test fails when the committed copy differs).
 crd: venv
 	$(VENV)/bin/draftgen crd --write crds/generationjob.yaml charts/draftgen/crds/generationjob.yaml
+
+# Regenerate docs/metrics.md's tables from draftgen/contract/metrics.py (a test checks them).
+metrics-doc: venv
+	$(VENV)/bin/python -m draftgen.contract.metrics_doc
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; tests/layout/test_checks.py runs the
 # same in `make test`, and .pre-commit-config.yaml before each commit.

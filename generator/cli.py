@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         live_progress=live,
         health_timeout=args.health_timeout,
         allow_spec_change=args.allow_spec_change,
+        generationjob=args.generationjob,
+        namespace=args.namespace,
     )
     from .inputs import iter_samples
     from .integrity import IntegrityError as InputIntegrityError

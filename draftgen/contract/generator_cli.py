@@ -28,6 +28,8 @@ class Flag(enum.StrEnum):
     PROGRESS = "--progress"
     HEALTH_TIMEOUT = "--health-timeout"
     ALLOW_SPEC_CHANGE = "--allow-spec-change"
+    GENERATIONJOB = "--generationjob"
+    NAMESPACE = "--namespace"
 
 
 class ExitCode(enum.IntEnum):
@@ -84,6 +86,8 @@ class GeneratorArgs:
     inputs: str | None = None
     metrics_port: int | None = None
     metrics_linger_seconds: int | None = None
+    generationjob: str | None = None
+    namespace: str | None = None
 
     def argv(self) -> list[str]:
         """`draftgen` arguments, the subcommand first."""
@@ -98,6 +102,10 @@ class GeneratorArgs:
             args += [Flag.METRICS_PORT.value, str(self.metrics_port)]
         if self.metrics_linger_seconds is not None:
             args += [Flag.METRICS_LINGER.value, str(self.metrics_linger_seconds)]
+        if self.generationjob is not None:
+            args += [Flag.GENERATIONJOB.value, self.generationjob]
+        if self.namespace is not None:
+            args += [Flag.NAMESPACE.value, self.namespace]
         return args
 
 
@@ -139,6 +147,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="after a finished job, keep serving metrics this long so Prometheus "
         "scrapes the final counts (a signal ends the wait; default 0)",
+    )
+    parser.add_argument(
+        Flag.GENERATIONJOB.value,
+        default=None,
+        metavar="NAME",
+        help="the `generationjob` label of every metric series (default: the job file's "
+        "metadata.name)",
+    )
+    parser.add_argument(
+        Flag.NAMESPACE.value,
+        default=None,
+        help="the `namespace` label of every metric series (default: the job file's "
+        "metadata.namespace; none when it has none)",
     )
     parser.add_argument(
         Flag.PROGRESS.value,

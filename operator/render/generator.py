@@ -71,7 +71,9 @@ def output_dir(spec: GenerationJobSpec) -> str:
 METRICS_LINGER_SECONDS = 60
 
 
-def generator_args(spec: GenerationJobSpec, endpoints: list[str]) -> list[str]:
+def generator_args(
+    spec: GenerationJobSpec, endpoints: list[str], job_name: str, namespace: str
+) -> list[str]:
     return GeneratorArgs(
         job=names.JOB_FILE,
         servers=list(endpoints),
@@ -80,6 +82,9 @@ def generator_args(spec: GenerationJobSpec, endpoints: list[str]) -> list[str]:
         metrics_port=spec.generator.metrics_port,
         # outlive two scrape intervals (15-30 s) so the final counts reach Prometheus
         metrics_linger_seconds=METRICS_LINGER_SECONDS,
+        # every series names its GenerationJob, whatever scrapes it (docs/metrics.md)
+        generationjob=job_name,
+        namespace=namespace,
     ).argv()
 
 
@@ -183,7 +188,7 @@ def job(
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["draftgen"],
-        "args": generator_args(spec, endpoints),
+        "args": generator_args(spec, endpoints, job_name, namespace),
         "env": env,
         "ports": [{"name": "metrics", "containerPort": g.metrics_port, "protocol": "TCP"}],
         "volumeMounts": mounts,
