@@ -9,13 +9,15 @@ from typing import Any
 
 import yaml
 
-from draftgen.contract.model_location import loader_name
+from draftgen.contract.model_location import model_name
 
 from .records import Manifests
 from .select import HISTOGRAM_EDGES, ExportOptions, ExportSummary
 from .split import TRAIN, VALIDATION
 
 BAR_WIDTH = 40
+CARD_FILE = "README.md"
+"""The card's name at the top of every export."""
 
 
 def yaml_header(data_files: dict[str, str], model: str | None) -> str:
@@ -29,7 +31,7 @@ def yaml_header(data_files: dict[str, str], model: str | None) -> str:
         "tags": ["draftgen", "speculative-decoding", "eagle3", "synthetic"],
     }
     if model:
-        header["base_model"] = loader_name(model)
+        header["base_model"] = model_name(model)  # a name or hub id, never a local path
     return "---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n"
 
 
