@@ -107,7 +107,10 @@ def run(args: argparse.Namespace) -> int:
                 )
 
             runner = Runner(job, settings, source, getattr(ctx, "tokenizer", None))
-            return asyncio.run(_main(runner, args.metrics_linger if args.metrics_port else 0.0))
+            code = asyncio.run(_main(runner, args.metrics_linger if args.metrics_port else 0.0))
+        if code == ExitCode.OK:
+            code = _exports(job, output, args)
+        return code
     except DiskFull as err:
         log.error("disk full: %s", err)
         return ExitCode.DISK_FULL
@@ -126,6 +129,21 @@ def run(args: argparse.Namespace) -> int:
             raise
         log.error("%s", problem)
         return ExitCode.INVALID
+
+
+def _exports(job, output: Path, args: argparse.Namespace) -> int:
+    """spec.exports once every dataset is done, and their results in `--result-file`."""
+    from .exports import ExportFailed, run_exports, write_results
+
+    root = args.exports_root if args.exports_root is not None else output.resolve().parent
+    try:
+        results = run_exports(job, output, root)
+    except ExportFailed as err:
+        logging.getLogger("draftgen.generate").error("%s", err)
+        return ExitCode.EXPORT_FAILED
+    if args.result_file is not None:
+        write_results(args.result_file, results)
+    return ExitCode.OK
 
 
 async def _main(runner, linger: float = 0.0) -> int:

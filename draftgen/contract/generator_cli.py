@@ -30,6 +30,8 @@ class Flag(enum.StrEnum):
     ALLOW_SPEC_CHANGE = "--allow-spec-change"
     GENERATIONJOB = "--generationjob"
     NAMESPACE = "--namespace"
+    EXPORTS_ROOT = "--exports-root"
+    RESULT_FILE = "--result-file"
 
 
 class ExitCode(enum.IntEnum):
@@ -60,11 +62,23 @@ class ExitCode(enum.IntEnum):
             "for it to end or use another --output"
         ),
     )
+    EXPORT_FAILED = (
+        7,
+        (
+            "every dataset is done but an export of spec.exports failed (named in the log); the "
+            "records are complete"
+        ),
+    )
     SIGINT = 130, "interrupted (SIGINT); run the same command again to resume"
     SIGTERM = 143, "terminated (SIGTERM); run the same command again to resume"
 
 
-FATAL_EXIT_CODES: tuple[ExitCode, ...] = (ExitCode.INVALID, ExitCode.INTEGRITY, ExitCode.DISK_FULL)
+FATAL_EXIT_CODES: tuple[ExitCode, ...] = (
+    ExitCode.INVALID,
+    ExitCode.INTEGRITY,
+    ExitCode.DISK_FULL,
+    ExitCode.EXPORT_FAILED,
+)
 """Exit codes a retry cannot fix: the operator fails the Job at once on these."""
 
 
@@ -88,6 +102,8 @@ class GeneratorArgs:
     metrics_linger_seconds: int | None = None
     generationjob: str | None = None
     namespace: str | None = None
+    exports_root: str | None = None
+    result_file: str | None = None
 
     def argv(self) -> list[str]:
         """`draftgen` arguments, the subcommand first."""
@@ -106,6 +122,10 @@ class GeneratorArgs:
             args += [Flag.GENERATIONJOB.value, self.generationjob]
         if self.namespace is not None:
             args += [Flag.NAMESPACE.value, self.namespace]
+        if self.exports_root is not None:
+            args += [Flag.EXPORTS_ROOT.value, self.exports_root]
+        if self.result_file is not None:
+            args += [Flag.RESULT_FILE.value, self.result_file]
         return args
 
 
@@ -160,6 +180,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the `namespace` label of every metric series (default: the job file's "
         "metadata.namespace; none when it has none)",
+    )
+    parser.add_argument(
+        Flag.EXPORTS_ROOT.value,
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="directory spec.exports[].path is relative to (default: the output directory's "
+        "parent; in a cluster the output volume)",
+    )
+    parser.add_argument(
+        Flag.RESULT_FILE.value,
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="after the exports, write what each produced (path, rows, card) as JSON here "
+        "(the operator passes the container's termination-message file)",
     )
     parser.add_argument(
         Flag.PROGRESS.value,

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from draftgen.contract.export_cli import TERMINATION_MESSAGE_PATH
 from draftgen.contract.generator_cli import FATAL_EXIT_CODES, GeneratorArgs
 from draftgen.contract.model_location import is_hub
 from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
@@ -85,6 +86,10 @@ def generator_args(
         # every series names its GenerationJob, whatever scrapes it (docs/metrics.md)
         generationjob=job_name,
         namespace=namespace,
+        # spec.exports: written on the output volume after generation, reported to the
+        # operator through the container's termination message
+        exports_root=spec.output.mount_path if spec.exports else None,
+        result_file=TERMINATION_MESSAGE_PATH if spec.exports else None,
     ).argv()
 
 
