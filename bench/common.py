@@ -40,6 +40,37 @@ TINY_KIMI_MODEL = {
 }
 
 
+# Words that random prompt text is drawn from.
+PLAIN_WORDS = [
+    "the",
+    "a",
+    "data",
+    "model",
+    "token",
+    "budget",
+    "server",
+    "queue",
+    "cache",
+    "prompt",
+    "answer",
+    "reason",
+    "step",
+    "tool",
+    "call",
+    "python",
+    "kernel",
+    "graph",
+    "batch",
+    "decode",
+    "prefill",
+    "memory",
+    "layer",
+    "vector",
+    "learning",
+    "training",
+]
+
+
 def job_document(name: str, **spec) -> dict:
     """A GenerationJob document named `name` with `spec` (one server of TP 1 unless given)."""
     return {

@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
     BENCH_DIR,
     CACHE,
+    PLAIN_WORDS,
     REPO,
     RESULTS,
     SGLANG_PY,
@@ -65,38 +66,10 @@ DATASETS = {  # name: (format, maxNewTokens)
 }
 # What draftgen sends besides the prompt and maxNewTokens (generator/client.py).
 DRAFTGEN_SAMPLING = {"stop_token_ids": STOP_IDS, "skip_special_tokens": False, "no_stop_trim": True}
-WORDS = [
-    "the",
-    "a",
-    "data",
-    "model",
-    "token",
-    "budget",
-    "server",
-    "queue",
-    "cache",
-    "prompt",
-    "answer",
-    "reason",
-    "step",
-    "tool",
-    "call",
-    "python",
-    "kernel",
-    "graph",
-    "batch",
-    "decode",
-    "prefill",
-    "memory",
-    "layer",
-    "vector",
-    "learning",
-    "training",
-]
 
 
 def _text(rng: random.Random, words: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
+    return " ".join(rng.choice(PLAIN_WORDS) for _ in range(words)).capitalize() + "."
 
 
 def write_inputs(work: Path, rows: int) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field, StrictFloat, StrictInt, field_validator
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, StrictFloat, StrictInt
 
 from .base import SpecModel
 
@@ -10,22 +12,39 @@ from .base import SpecModel
 DEFAULT_MAX_NEW_TOKENS = 16384
 
 
+def _top_k_keeps_a_token(v: int) -> int:
+    if v == 0:
+        raise ValueError(
+            "0 keeps no token (SGLang refuses every request); use -1 to disable the cut-off "
+            "or a positive k"
+        )
+    return v
+
+
+# One definition of each parameter's range, shared by the job-wide values and the overrides.
+Temperature = Annotated[StrictFloat, Field(ge=0.0, le=2.0)]
+TopP = Annotated[StrictFloat, Field(gt=0.0, le=1.0)]
+TopK = Annotated[StrictInt, Field(ge=-1), AfterValidator(_top_k_keeps_a_token)]
+MinP = Annotated[StrictFloat, Field(ge=0.0, le=1.0)]
+MaxNewTokens = Annotated[StrictInt, Field(ge=1, le=1_048_576)]
+
+
 class SamplingSpec(SpecModel):
     """Sampling parameters; draftgen always sends every one of them, never the server's default."""
 
-    temperature: StrictFloat = Field(default=1.0, ge=0.0, le=2.0)
+    temperature: Temperature = 1.0
     """Sampling temperature; 0 is greedy."""
 
-    top_p: StrictFloat = Field(default=1.0, gt=0.0, le=1.0)
+    top_p: TopP = 1.0
     """Nucleus sampling mass."""
 
-    top_k: StrictInt = Field(default=-1, ge=-1)
+    top_k: TopK = -1
     """Top-k cut-off; -1 disables it."""
 
-    min_p: StrictFloat = Field(default=0.0, ge=0.0, le=1.0)
+    min_p: MinP = 0.0
     """Minimum probability relative to the most likely token."""
 
-    max_new_tokens: StrictInt = Field(default=DEFAULT_MAX_NEW_TOKENS, ge=1, le=1_048_576)
+    max_new_tokens: MaxNewTokens = DEFAULT_MAX_NEW_TOKENS
     """Completion tokens at most per request. Generations that reach it finish as `length`."""
 
     stop_token_ids: list[StrictInt] = Field(default_factory=list)
@@ -34,33 +53,23 @@ class SamplingSpec(SpecModel):
     seed: StrictInt | None = None
     """Per-request sampling seed base (`sampling_seed`); each request adds a stable offset."""
 
-    @field_validator("top_k")
-    @classmethod
-    def _top_k_keeps_a_token(cls, v: int | None) -> int | None:
-        if v == 0:
-            raise ValueError(
-                "0 keeps no token (SGLang refuses every request); use -1 to disable the cut-off "
-                "or a positive k"
-            )
-        return v
-
 
 class SamplingOverrides(SpecModel):
     """Per-dataset changes to `spec.sampling`; unset fields inherit."""
 
-    temperature: StrictFloat | None = Field(default=None, ge=0.0, le=2.0)
+    temperature: Temperature | None = None
     """Sampling temperature; 0 is greedy."""
 
-    top_p: StrictFloat | None = Field(default=None, gt=0.0, le=1.0)
+    top_p: TopP | None = None
     """Nucleus sampling mass."""
 
-    top_k: StrictInt | None = Field(default=None, ge=-1)
+    top_k: TopK | None = None
     """Top-k cut-off; -1 disables it."""
 
-    min_p: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
+    min_p: MinP | None = None
     """Minimum probability relative to the most likely token."""
 
-    max_new_tokens: StrictInt | None = Field(default=None, ge=1, le=1_048_576)
+    max_new_tokens: MaxNewTokens | None = None
     """Completion tokens at most per request."""
 
     stop_token_ids: list[StrictInt] | None = None
@@ -68,16 +77,6 @@ class SamplingOverrides(SpecModel):
 
     seed: StrictInt | None = None
     """Per-request sampling seed base."""
-
-    @field_validator("top_k")
-    @classmethod
-    def _top_k_keeps_a_token(cls, v: int | None) -> int | None:
-        if v == 0:
-            raise ValueError(
-                "0 keeps no token (SGLang refuses every request); use -1 to disable the cut-off "
-                "or a positive k"
-            )
-        return v
 
     def apply(self, base: SamplingSpec) -> SamplingSpec:
         """`base` with this dataset's overrides."""

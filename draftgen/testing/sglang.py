@@ -17,6 +17,10 @@ Command line (used by ``make demo``); runs until Ctrl-C::
         --max-total-tokens 4096
 
 Standard library only (the flag names come from draftgen.contract.sglang_flags, which is too).
+
+Over 400 lines on purpose: most of it is the one `SGLangServer` class (start, health wait, log
+tail, kill and restart of one process group), whose parts share the process's state; the
+`serve` command line at the end is its only other user.
 """
 
 from __future__ import annotations

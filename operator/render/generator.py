@@ -21,6 +21,7 @@ from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
+from . import volumes as volumes_
 
 CONFIG_KEY = "job.yaml"
 
@@ -147,28 +148,11 @@ def job(
         },
         {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
     ]
-    if spec.inputs.claim_name:
-        mounts.append({"name": "inputs", "mountPath": spec.inputs.mount_path, "readOnly": True})
-        volumes.append(
-            {
-                "name": "inputs",
-                "persistentVolumeClaim": {"claimName": spec.inputs.claim_name, "readOnly": True},
-            }
-        )
-    if spec.model.volume is not None:
-        # The tokenizer is read from the model volume.
-        mounts.append(
-            {"name": "model", "mountPath": spec.model.volume.mount_path, "readOnly": True}
-        )
-        volumes.append(
-            {
-                "name": "model",
-                "persistentVolumeClaim": {
-                    "claimName": spec.model.volume.claim_name,
-                    "readOnly": True,
-                },
-            }
-        )
+    # The datasets, and the tokenizer from the model volume.
+    for pair in (volumes_.inputs_claim(spec), volumes_.model_claim(spec)):
+        if pair is not None:
+            mounts.append(pair[0])
+            volumes.append(pair[1])
     env: list[dict[str, Any]] = [
         {"name": "HOME", "value": "/tmp"},
         {"name": "HF_HOME", "value": "/tmp/huggingface"},

@@ -29,6 +29,7 @@ from draftgen.spec import GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
+from . import volumes as volumes_
 
 HOME = "/home/sglang"
 METRICS_PATH = "/metrics"
@@ -140,19 +141,10 @@ def pod_template(
         {"name": "tmp", "emptyDir": {"sizeLimit": "8Gi"}},
         {"name": "home", "emptyDir": {"sizeLimit": "16Gi"}},
     ]
-    if spec.model.volume is not None:
-        mounts.append(
-            {"name": "model", "mountPath": spec.model.volume.mount_path, "readOnly": True}
-        )
-        volumes.append(
-            {
-                "name": "model",
-                "persistentVolumeClaim": {
-                    "claimName": spec.model.volume.claim_name,
-                    "readOnly": True,
-                },
-            }
-        )
+    model = volumes_.model_claim(spec)
+    if model is not None:
+        mounts.append(model[0])
+        volumes.append(model[1])
     container = {
         "name": names.SERVER_CONTAINER,
         "image": s.image,

@@ -116,27 +116,11 @@ def test_a_generator_past_its_backoff_limit_fails_the_job_with_its_last_words(cl
     _step(cluster)
     assert cluster.batch_job("kimi-generator") is not None
     for attempt, finished in enumerate(["2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"]):
-        cluster.put_pod(
+        cluster.generator_exited(
             f"kimi-generator-try{attempt}",
-            {"draftgen.io/job": "kimi", "draftgen.io/component": "generator"},
-            {
-                "phase": "Failed",
-                "containerStatuses": [
-                    {
-                        "name": "generator",
-                        "restartCount": 0,
-                        "state": {
-                            "terminated": {
-                                "exitCode": code,
-                                "finishedAt": finished,
-                                "message": (
-                                    f"older attempt {attempt}" if attempt == 0 else last_words
-                                ),
-                            }
-                        },
-                    }
-                ],
-            },
+            code,
+            f"older attempt {attempt}" if attempt == 0 else last_words,
+            finished_at=finished,
         )
     cluster.finish_generator("kimi", succeeded=False)
     cond = _failed(_step(cluster))

@@ -37,27 +37,13 @@ def _world(cluster: Cluster, scenario: str) -> None:
     if dep is None:
         return
     if scenario == "crash-loop":
-        cluster.put_pod(
-            "kimi-server-0-abc12",
-            {"draftgen.io/job": "kimi", "draftgen.io/component": "server"},
+        cluster.put_crashed_server(
             {
-                "phase": "Running",
-                "containerStatuses": [
-                    {
-                        "name": "sglang",
-                        "ready": False,
-                        "restartCount": 4,
-                        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                        "lastState": {
-                            "terminated": {
-                                "reason": "Error",
-                                "exitCode": 1,
-                                "message": "torch.OutOfMemoryError: CUDA out of memory.",
-                            }
-                        },
-                    }
-                ],
+                "reason": "Error",
+                "exitCode": 1,
+                "message": "torch.OutOfMemoryError: CUDA out of memory.",
             },
+            restarts=4,
         )
         return
     if (dep.get("spec") or {}).get("replicas") == 1 and not (dep.get("status") or {}).get(

@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from .gen_run import prompt_rows, write_job, write_jsonl
+from .gen_run import generate_args, prompt_rows, write_job, write_jsonl
 from .misbehaving import Misbehaving
 
 
@@ -39,20 +38,7 @@ def test_tokenizer_workers_exit_when_the_generator_is_killed(tmp_path, kimi_like
     with Misbehaving("stall") as server:  # requests hang: the generator stays up, workers idle
         with open(tmp_path / "log", "w") as log:
             proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "draftgen.cli",
-                    "generate",
-                    "--job",
-                    str(job),
-                    "--server",
-                    server.url,
-                    "--output",
-                    str(tmp_path / "out"),
-                    "--progress",
-                    "log",
-                ],
+                generate_args(job, server.url, tmp_path / "out"),
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

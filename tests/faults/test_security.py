@@ -7,20 +7,19 @@ from __future__ import annotations
 import copy
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from draftgen.controller import rbac
 from draftgen.controller.render import render_all
 from draftgen.controller.settings import OperatorSettings
 from draftgen.spec import SpecError, load_job, parse_job
 from tests.chart.rendering import render as render_chart
-from tests.operator.harness import Cluster, example_job, free_port, running_operator, wait_for
+from tests.operator.harness import Cluster, example_job, running_operator, wait_for
 
 from .flaky_cluster import OPERATOR_AGENTS, FlakyEmulatorThread
+from .gen_run import generate_args
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -207,118 +206,8 @@ def test_the_token_never_reaches_status_configmaps_events_or_logs(tmp_path):
         emu.stop()
 
 
-# ---- RBAC: exactly what the operator uses ----------------------------------------------------
-
-VERBS = {
-    "list": "list",
-    "watch": "watch",
-    "fetch": "get",
-    "create": "create",
-    "update": "patch",
-    "delete": "delete",
-}
-
-# Granted but not exercised against the emulator, each for a stated reason.
-NOT_EXERCISED = {
-    # kopf's peering between operator replicas: the tests run kopf --standalone.
-    ("kopf.dev", "clusterkopfpeerings", "get"),
-    ("kopf.dev", "clusterkopfpeerings", "list"),
-    ("kopf.dev", "clusterkopfpeerings", "watch"),
-    ("kopf.dev", "clusterkopfpeerings", "patch"),
-    ("kopf.dev", "kopfpeerings", "get"),
-    ("kopf.dev", "kopfpeerings", "list"),
-    ("kopf.dev", "kopfpeerings", "watch"),
-    ("kopf.dev", "kopfpeerings", "patch"),
-    ("zalando.org", "clusterkopfpeerings", "get"),
-    ("zalando.org", "clusterkopfpeerings", "list"),
-    ("zalando.org", "clusterkopfpeerings", "watch"),
-    ("zalando.org", "clusterkopfpeerings", "patch"),
-    ("zalando.org", "kopfpeerings", "get"),
-    ("zalando.org", "kopfpeerings", "list"),
-    ("zalando.org", "kopfpeerings", "watch"),
-    ("zalando.org", "kopfpeerings", "patch"),
-    # The emulator serves no PUT: kopf's and the operator's writes are all PATCH here; a real API
-    # server may see kopf fall back to update.
-    ("draftgen.io", "generationjobs", "update"),
-    ("draftgen.io", "generationjobs/status", "update"),
-    # kopf scans namespaces only for glob patterns (watchNamespaces: [team-*]); the tests watch
-    # all namespaces.
-    ("", "namespaces", "list"),
-    ("", "namespaces", "watch"),
-    # kopf posts events only for handler failures at WARNING and above.
-    ("", "events", "create"),
-    ("events.k8s.io", "events", "create"),
-    # Checked by admission only (OwnerReferencesPermissionEnforcement): no request names it;
-    # tests/operator/test_rbac_modes.py enforces it.
-    ("draftgen.io", "generationjobs/finalizers", "update"),
-}
-
-
-def _triples(rules) -> set[tuple[str, str, str]]:
-    return {
-        (g, r, v)
-        for rule in rules
-        for g in rule["apiGroups"]
-        for r in rule["resources"]
-        for v in rule["verbs"]
-    }
-
-
-def test_rbac_grants_exactly_what_a_full_lifecycle_uses(tmp_path):
-    """Create → ready → generate → budget edit → suspend → resume → success → TTL deletion →
-    finalizer: every API call the operator made, against the chart's rendered rules."""
-    (tmp_path / "e").mkdir()
-    emu = FlakyEmulatorThread(tmp_path / "e", fail_rate=0.0, seed=0).start()
-    try:
-        cluster = Cluster(emu, "drafters")
-        job = example_job("drafters")
-        job["spec"]["datasets"] = job["spec"]["datasets"][:1]
-        job["spec"]["generator"]["metricsPort"] = free_port()
-        job["spec"]["ttlSecondsAfterFinished"] = 0
-        with running_operator():
-            cluster.apply(job)
-            wait_for(lambda: cluster.deployment("kimi-server-0"), "the server")
-            cluster.server_ready("kimi")
-            wait_for(lambda: cluster.batch_job("kimi-generator"), "the generator")
-            cluster.generator_running("kimi")
-            ds = cluster.job("kimi")["spec"]["datasets"]
-            ds[0]["budget"] = {"completionTokens": 123_456}
-            cluster.edit_spec("kimi", {"datasets": ds})
-            wait_for(
-                lambda: "123456" in cluster.configmap("kimi-generator")["data"]["job.yaml"],
-                "the new job document",
-            )
-            # An edited NetworkPolicy is put back (a patch).
-            netpol = ("/apis/networking.k8s.io/v1", "networkpolicies", "drafters", "kimi-server")
-            wanted = emu.get(*netpol)["spec"]
-            emu.patch(*netpol, {"spec": {"ingress": [{}]}})
-            wait_for(lambda: emu.get(*netpol)["spec"] == wanted, "the NetworkPolicy put back")
-            cluster.edit_spec("kimi", {"suspend": True})
-            cluster.wait_phase("kimi", "Suspended")
-            cluster.edit_spec("kimi", {"suspend": False})
-            cluster.server_ready("kimi")
-            wait_for(lambda: cluster.batch_job("kimi-generator"), "the generator again")
-            cluster.finish_generator("kimi")
-            wait_for(lambda: cluster.job("kimi") is None, "the TTL deletion and the finalizer")
-        used = set()
-        for r in emu.requests():
-            if not r["agent"].startswith(OPERATOR_AGENTS) or r["plural"] is None:
-                continue
-            resource = r["plural"] + (f"/{r['subresource']}" if r["subresource"] else "")
-            used.add((r["group"], resource, VERBS[r["action"]]))
-    finally:
-        emu.stop()
-    granted = _triples(
-        r
-        for kind in ("ClusterRole", "Role")
-        for role in render_chart()
-        if role["kind"] == kind
-        for r in role["rules"]
-    )
-    assert granted == _triples(rbac.RULES)
-    assert used <= granted, f"used but not granted: {used - granted}"
-    unused = granted - used - NOT_EXERCISED
-    assert not unused, f"granted but never used by the operator: {sorted(unused)}"
+# RBAC (exactly what the operator uses, in every mode, enforced as a real API server would):
+# tests/operator/test_rbac_modes.py.
 
 
 # ---- documents parsed safely -----------------------------------------------------------------
@@ -416,22 +305,7 @@ def test_sources_may_not_leave_the_inputs_volume_at_run_time(tmp_path, how):
         (inputs / "linked").symlink_to(secret, target_is_directory=True)
     job = _confinement_job(tmp_path, source)
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "draftgen.cli",
-            "generate",
-            "--job",
-            str(job),
-            "--server",
-            "http://127.0.0.1:9",
-            "--inputs",
-            str(inputs),
-            "--output",
-            str(tmp_path / "out"),
-            "--progress",
-            "log",
-        ],
+        [*generate_args(job, "http://127.0.0.1:9", tmp_path / "out"), "--inputs", str(inputs)],
         capture_output=True,
         text=True,
         timeout=120,

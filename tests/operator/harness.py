@@ -195,6 +195,42 @@ class Cluster:
             },
         )
 
+    def generator_exited(
+        self, pod: str, exit_code: int, message: str, finished_at: str = "2026-01-01T00:00:00Z"
+    ) -> None:
+        """Job kimi's generator pod `pod` as a kubelet reports a container that exited."""
+        self.put_pod(
+            pod,
+            {"draftgen.io/job": "kimi", "draftgen.io/component": "generator"},
+            {
+                "phase": "Failed",
+                "containerStatuses": [
+                    {
+                        "name": "generator",
+                        "restartCount": 0,
+                        "state": {
+                            "terminated": {
+                                "exitCode": exit_code,
+                                "finishedAt": finished_at,
+                                "message": message,
+                            }
+                        },
+                    }
+                ],
+            },
+        )
+
+    def server_scaled_down(self, deployment: str = "kimi-server-0") -> None:
+        """What the ReplicaSet controller reports once a scaled-down server's pod is gone."""
+        self.emu.patch(
+            APPS,
+            "deployments",
+            self.ns,
+            deployment,
+            {"status": {"replicas": 0, "readyReplicas": 0}},
+            subresource="status",
+        )
+
     def finish_generator(self, job: str, succeeded: bool = True, message: str = "") -> None:
         cond = (
             {"type": "Complete", "status": "True"}

@@ -13,7 +13,7 @@ from draftgen.controller.kube import Kube
 from draftgen.controller.reconcile import JobRef, Reconciler
 from draftgen.controller.settings import OperatorSettings
 
-from .harness import APPS, Cluster, example_job
+from .harness import Cluster, example_job
 
 
 @pytest.fixture
@@ -59,14 +59,7 @@ def test_suspend_and_resume(cluster: Cluster, step) -> None:
     assert suspended["Generating"] == ("False", "Suspended")
     assert suspended["Suspended"] == ("True", "SuspendedBySpec")
 
-    cluster.emu.patch(
-        APPS,
-        "deployments",
-        cluster.ns,
-        "kimi-server-0",
-        {"status": {"replicas": 0, "readyReplicas": 0}},
-        subresource="status",
-    )
+    cluster.server_scaled_down()
     cluster.edit_spec("kimi", {"suspend": False})
     resumed = step()
     assert cluster.status("kimi")["phase"] == "StartingServer"

@@ -120,6 +120,18 @@ def _lifecycle(cluster: Cluster, **spec_changes) -> None:
     wait_for(lambda: cluster.job("kimi") is None, "the TTL deletion and the finalizer")
 
 
+def _cluster_peering(cluster: Cluster) -> None:
+    """The ClusterKopfPeering an all-namespaces operator with `--peering draftgen` needs."""
+    cluster.emu.http.post(
+        f"{PEERINGS}/clusterkopfpeerings",
+        json={
+            "apiVersion": "kopf.dev/v1",
+            "kind": "ClusterKopfPeering",
+            "metadata": {"name": "draftgen"},
+        },
+    ).raise_for_status()
+
+
 def _used(cluster: Cluster) -> set[tuple[str, str, str]]:
     verbs = {
         "list": "list",
@@ -152,14 +164,7 @@ def _check(cluster: Cluster, rules: list[dict]) -> None:
 
 def test_every_namespace(enforcing) -> None:
     cluster = enforcing({})
-    cluster.emu.http.post(
-        f"{PEERINGS}/clusterkopfpeerings",
-        json={
-            "apiVersion": "kopf.dev/v1",
-            "kind": "ClusterKopfPeering",
-            "metadata": {"name": "draftgen"},
-        },
-    ).raise_for_status()
+    _cluster_peering(cluster)
     with running_operator(("--all-namespaces", "--peering", "draftgen")):
         _lifecycle(cluster)
     _check(cluster, rbac.rules(all_namespaces=True, webhook=False))
@@ -186,14 +191,7 @@ def test_chosen_namespaces(enforcing, monkeypatch) -> None:
 def test_webhook_on(enforcing, monkeypatch) -> None:
     cluster = enforcing({"webhook": {"enabled": True, "certSecret": "webhook-tls"}})
     plain_webhook(monkeypatch)
-    cluster.emu.http.post(
-        f"{PEERINGS}/clusterkopfpeerings",
-        json={
-            "apiVersion": "kopf.dev/v1",
-            "kind": "ClusterKopfPeering",
-            "metadata": {"name": "draftgen"},
-        },
-    ).raise_for_status()
+    _cluster_peering(cluster)
     admission = "/apis/admissionregistration.k8s.io/v1"
     with running_operator(("--all-namespaces", "--peering", "draftgen")):
         for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
@@ -239,14 +237,7 @@ def test_secret_label_policy(enforcing, monkeypatch) -> None:
             "data": {"token": "c2VjcmV0"},
         },
     )
-    cluster.emu.http.post(
-        f"{PEERINGS}/clusterkopfpeerings",
-        json={
-            "apiVersion": "kopf.dev/v1",
-            "kind": "ClusterKopfPeering",
-            "metadata": {"name": "draftgen"},
-        },
-    ).raise_for_status()
+    _cluster_peering(cluster)
     with running_operator(("--all-namespaces", "--peering", "draftgen")):
         _lifecycle(cluster, model={"hfTokenSecret": {"name": "hf", "key": "token"}})
     _check(cluster, rbac.rules(all_namespaces=True, webhook=False, secret_label=True))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import yaml
 
-from .harness import APPS, Cluster, example_job, running_operator, wait_for
+from .harness import Cluster, example_job, running_operator, wait_for
 
 
 def _start_generating(cluster: Cluster, name: str = "kimi") -> None:
@@ -38,15 +38,7 @@ def test_suspend_stops_generator_and_scales_server_to_zero_then_resumes(
     wait_for(lambda: cluster.batch_job("kimi-generator") is None, "the generator Job deleted")
     assert cluster.deployment("kimi-server-0")["spec"]["replicas"] == 0
     assert cluster.configmap("kimi-generator") is not None  # the job document stays
-    # What the ReplicaSet controller would report once the pod is gone.
-    cluster.emu.patch(
-        APPS,
-        "deployments",
-        cluster.ns,
-        "kimi-server-0",
-        {"status": {"replicas": 0, "readyReplicas": 0}},
-        subresource="status",
-    )
+    cluster.server_scaled_down()
 
     cluster.edit_spec("kimi", {"suspend": False})
     cluster.wait_phase("kimi", "StartingServer")
@@ -168,26 +160,7 @@ def test_crash_looping_server_fails_with_an_actionable_reason(cluster: Cluster, 
 def test_generator_out_of_retries_fails_with_its_last_words(cluster: Cluster, operator) -> None:
     cluster.apply(example_job(cluster.ns))
     _start_generating(cluster)
-    cluster.put_pod(
-        "kimi-generator-fail1",
-        {"draftgen.io/job": "kimi", "draftgen.io/component": "generator"},
-        {
-            "phase": "Failed",
-            "containerStatuses": [
-                {
-                    "name": "generator",
-                    "restartCount": 0,
-                    "state": {
-                        "terminated": {
-                            "exitCode": 3,
-                            "finishedAt": "2026-01-01T00:00:00Z",
-                            "message": "integrity: <think> is split into 3 tokens",
-                        }
-                    },
-                }
-            ],
-        },
-    )
+    cluster.generator_exited("kimi-generator-fail1", 3, "integrity: <think> is split into 3 tokens")
     cluster.finish_generator("kimi", succeeded=False)
     cluster.wait_phase("kimi", "Failed")
     cond = cluster.condition("kimi", "Failed")
