@@ -133,23 +133,8 @@ def test_status_lists_the_exports_from_the_termination_message(
     wait_for(lambda: cluster.deployment("kimi-server-0"), "the server Deployment")
     cluster.server_ready("kimi")
     wait_for(lambda: cluster.batch_job("kimi-generator"), "the generator Job")
-    cluster.put_pod(
-        "kimi-generator-done1",
-        {"draftgen.io/job": "kimi", "draftgen.io/component": "generator"},
-        {
-            "phase": "Succeeded",
-            "containerStatuses": [
-                {
-                    "name": names.GENERATOR_CONTAINER,
-                    "ready": False,
-                    "restartCount": 0,
-                    "state": {
-                        "terminated": {"exitCode": 0, "reason": "Completed", "message": text}
-                    },
-                }
-            ],
-        },
-    )
+    # What the kubelet reports of the succeeded pod: its termination message is the result file.
+    cluster.generator_exited("kimi-generator-done1", 0, text)
     cluster.finish_generator("kimi")
     status = cluster.wait_phase("kimi", "Succeeded")
     expected = [
