@@ -1,9 +1,9 @@
 """`draftgen export` as the generator Job runs it after generation (`spec.exports`), and what it
 reports back to the operator.
 
-`ExportArgs.argv()` writes the export's command line from a spec entry; the generator parses it
-with the export command's own parser and runs it in-process (no shell in the container: the
-generator stays PID 1 and keeps its signal handling). `ExportResult` is what each export
+`ExportArgs.argv()` writes the export's command line from a `spec.exports` entry's fields; the
+generator runs it as a `draftgen export` child process (no shell in the container, and no import
+of the export package into the generator's). `ExportResult` is what each export
 reports: the generator writes the list as JSON to `--result-file` (the operator passes the
 container's termination-message file) and the operator copies it into `status.exports`.
 """
@@ -13,10 +13,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from draftgen.spec import ExportSpec
-
 COMMAND = "export"
 """The `draftgen` subcommand that writes an export."""
+
+CARD_FILE = "README.md"
+"""The dataset card at the top of every export (written by draftgen/export/cli.py)."""
+
+SUMMARY_FILE = "export-summary.json"
+"""Rows per dataset and split, beside the card (written by draftgen/export/cli.py)."""
 
 TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 """Kubernetes' default terminationMessagePath: what a finished container leaves in its status
@@ -25,27 +29,32 @@ TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 
 @dataclass(frozen=True)
 class ExportArgs:
-    """One `draftgen export` command line."""
+    """One `draftgen export` command line (the fields of a `spec.exports` entry; no import of
+    the spec here: draftgen.spec itself reads the contract)."""
 
     records: str
     out: str
-    spec: ExportSpec
+    format: str
+    include_truncated: bool = False
+    mix: tuple[str, ...] = ()
+    validation_fraction: float = 0.0
+    split_seed: int = 0
+    specforge_text: bool = False
     trust_remote_code: bool = False
 
     def argv(self) -> list[str]:
         """`draftgen` arguments, the subcommand first."""
-        o = self.spec.options
-        args = [COMMAND, self.records, "--format", self.spec.format, "--out", self.out]
+        args = [COMMAND, self.records, "--format", self.format, "--out", self.out]
         args.append("--overwrite")  # each run replaces its export whole (built aside, then moved)
-        if o.include_truncated:
+        if self.include_truncated:
             args.append("--include-truncated")
-        if o.mix:
-            args += ["--mix", *o.mix]
-        if o.validation_fraction:
-            args += ["--validation-fraction", repr(o.validation_fraction)]
-        if o.split_seed:
-            args += ["--split-seed", str(o.split_seed)]
-        if o.specforge_text:
+        if self.mix:
+            args += ["--mix", *self.mix]
+        if self.validation_fraction:
+            args += ["--validation-fraction", repr(self.validation_fraction)]
+        if self.split_seed:
+            args += ["--split-seed", str(self.split_seed)]
+        if self.specforge_text:
             args.append("--specforge-text")
         if self.trust_remote_code:
             args.append("--trust-remote-code")

@@ -16,8 +16,6 @@ from .select import HISTOGRAM_EDGES, ExportOptions, ExportSummary
 from .split import TRAIN, VALIDATION
 
 BAR_WIDTH = 40
-CARD_FILE = "README.md"
-"""The card's name at the top of every export."""
 
 
 def yaml_header(data_files: dict[str, str], model: str | None) -> str:

@@ -11,6 +11,9 @@ import shutil
 import sys
 from pathlib import Path
 
+# The card's and the summary's names are the contract's: `draftgen generate` reads them back.
+from draftgen.contract.export_cli import CARD_FILE, SUMMARY_FILE
+
 from . import card
 from .mix import parse_mix
 from .records import ExportError, left_out_dirs, read_manifests
@@ -18,7 +21,6 @@ from .select import ExportOptions, ExportSummary, export_rows
 from .tokenizer import load_tokenizer, tokenizer_location
 
 FORMATS = ("speculators", "specforge", "parquet")
-SUMMARY_FILE = "export-summary.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -156,7 +158,7 @@ def export(
                 "samples and applying the mix; check --mix or pass --include-truncated"
             )
         data_files = dict(sorted(data_files.items(), key=lambda kv: kv[0] != "train"))
-        (staging / "README.md").write_text(
+        (staging / CARD_FILE).write_text(
             card.render(summary, manifests, options, data_files, export_format), encoding="utf-8"
         )
         (staging / SUMMARY_FILE).write_text(

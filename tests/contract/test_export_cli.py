@@ -16,7 +16,6 @@ from draftgen.contract.export_cli import (
     results_json,
 )
 from draftgen.export import cli as export_cli
-from draftgen.spec import ExportSpec
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -27,20 +26,18 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def test_every_option_reaches_the_export_parser() -> None:
-    spec = ExportSpec.model_validate(
-        {
-            "format": "specforge",
-            "path": "exports/specforge",
-            "options": {
-                "includeTruncated": True,
-                "mix": ["chat=0.5", "code=tokens:1000"],
-                "validationFraction": 0.02,
-                "splitSeed": 7,
-                "specforgeText": True,
-            },
-        }
-    )
-    args = _parse(ExportArgs("/output/records", "/output/exports/specforge", spec, True).argv())
+    argv = ExportArgs(
+        "/output/records",
+        "/output/exports/specforge",
+        "specforge",
+        include_truncated=True,
+        mix=("chat=0.5", "code=tokens:1000"),
+        validation_fraction=0.02,
+        split_seed=7,
+        specforge_text=True,
+        trust_remote_code=True,
+    ).argv()
+    args = _parse(argv)
     assert str(args.dir) == "/output/records" and str(args.out) == "/output/exports/specforge"
     assert args.format == "specforge" and args.overwrite and args.trust_remote_code
     assert args.include_truncated and args.specforge_text
@@ -51,8 +48,7 @@ def test_every_option_reaches_the_export_parser() -> None:
 
 
 def test_defaults_pass_no_flags_beyond_the_required_ones() -> None:
-    spec = ExportSpec.model_validate({"format": "parquet", "path": "exports/parquet"})
-    argv = ExportArgs("/r", "/o", spec).argv()
+    argv = ExportArgs("/r", "/o", "parquet").argv()
     assert argv == ["export", "/r", "--format", "parquet", "--out", "/o", "--overwrite"]
     args = _parse(argv)
     assert not args.include_truncated and args.mix is None and args.validation_fraction == 0.0
