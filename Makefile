@@ -6,7 +6,7 @@ VENV := .cache/venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test test-fast setup venv sglang models system docker image crd metrics-doc bench clean lint format
+.PHONY: all demo test test-fast setup venv sglang trainers models system docker image crd metrics-doc bench clean lint format
 
 all: test
 
@@ -21,6 +21,11 @@ venv: $(STAMP)
 # A real SGLang server on the CPU, in its own environment (it pins its own torch).
 sglang:
 	bash scripts/setup_sglang.sh
+
+# The drafter trainers (speculators 0.9, SpecForge 0.2) on the CPU, in their own environment, for
+# the tests that run their data loaders over draftgen's exports (docs/export.md).
+trainers:
+	bash scripts/setup_trainers.sh
 
 # Tiny random-weight models and tokenizers, built offline and deterministically.
 models: sglang
@@ -40,7 +45,7 @@ docker:
 image:
 	PYTHON_IMAGE=$(PYTHON_IMAGE) bash scripts/docker/image.sh
 
-setup: venv sglang models system docker
+setup: venv sglang models trainers system docker
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)

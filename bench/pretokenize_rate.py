@@ -13,6 +13,16 @@ Measured on the same prompts in one process, side by side:
 Worker start-up is excluded (a warm-up dataset runs first on each pool). The paths run in
 interleaved rounds and the best round of each is kept (the machine is shared and noisy).
 
+Tool-bearing prompts through a remote-code tokenizer (issue 15, item 5): the same kind of
+conversations, each with 1-2 Glaive-style tools drawn from a pool, through tiny-kimi-tiktoken
+(`tokenization_tinykimi.py`, loaded with `trust_remote_code`, its TypeScript-like declaration
+built in Python), side by side, in one process:
+- the tokenizer's own path: `apply_chat_template(..., tokenize=True)` of each parsed row;
+- its render-then-encode by hand: `apply_chat_template(..., tokenize=False)` then `encode`;
+- the per-sample check draftgen made before: the same, plus `decode(skip_special_tokens=False)`
+  and a search for the tool names in the decoded text;
+- draftgen's `iter_samples` in-process (parse, render, encode, prefix, tools and fallback checks).
+
 For the draftgen paths the CPU time is accounted as well: the main process's (parsing, hand-over,
 unpacking) and the workers' (from /proc), and how many of the machine's cores all processes kept
 busy meanwhile, so a scaling figure taken while other jobs held the cores says so.
@@ -38,6 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
     BENCH_DIR,
+    MODELS,
     PLAIN_WORDS,
     TINY_KIMI,
     TINY_KIMI_MODEL,
@@ -45,6 +56,8 @@ from common import (
     Result,
     job_document,
 )
+
+TINY_KIMI_TIKTOKEN = MODELS / "tiny-kimi-tiktoken"
 
 # English filler plus code, numbers and non-ASCII text: what a tokenizer finds hard.
 WORDS = [
@@ -92,6 +105,165 @@ def write_rows(path: Path, n: int, seed: int) -> None:
                 ]
             msgs.pop()
             f.write(json.dumps({"id": f"r{i}", "messages": msgs}) + "\n")
+
+
+def _tool(n: int) -> dict:
+    """Glaive-style function definition number `n` (names and parameters vary with `n`)."""
+    props: dict = {"query": {"type": "string", "description": f"What to look up ({n})"}}
+    if n % 2:
+        props["limit"] = {"type": "integer", "description": "How many results"}
+    if n % 3 == 0:
+        props["unit"] = {"type": "string", "enum": ["metric", "imperial"]}
+    if n % 5 == 0:
+        props["tags"] = {"type": "array", "items": {"type": "string"}}
+    return {
+        "type": "function",
+        "function": {
+            "name": f"tool_{n}_{PLAIN_WORDS[n % len(PLAIN_WORDS)]}",
+            "description": f"Does task number {n} for the user.",
+            "parameters": {"type": "object", "properties": props, "required": ["query"]},
+        },
+    }
+
+
+def write_tool_rows(path: Path, n: int, seed: int, pool: int = 30) -> int:
+    """Conversations as `write_rows`, each with 1-2 tools from a pool of `pool` definitions (a
+    call and its result in a third of them); returns the number of distinct tool sets."""
+    rng = random.Random(seed)
+    sets = set()
+    with open(path, "w") as f:
+        for i in range(n):
+            picks = sorted(rng.sample(range(pool), rng.choice((1, 1, 2))))
+            sets.add(tuple(picks))
+            tools = [_tool(k) for k in picks]
+            msgs: list[dict] = [{"role": "user", "content": _text(rng, rng.randint(20, 400))}]
+            if rng.random() < 0.33:
+                name = tools[0]["function"]["name"]
+                cid = f"functions.{name}:0"
+                args = json.dumps({"query": _text(rng, 3)}, separators=(",", ":"))
+                msgs += [
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [
+                            {
+                                "id": cid,
+                                "type": "function",
+                                "function": {"name": name, "arguments": args},
+                            }
+                        ],
+                    },
+                    {"role": "tool", "tool_call_id": cid, "content": _text(rng, 30)},
+                ]
+            size = int(min(3000, rng.lognormvariate(4.5, 1.0)))
+            msgs.append({"role": "user", "content": _text(rng, size)})
+            f.write(json.dumps({"id": f"t{i}", "tools": tools, "messages": msgs}) + "\n")
+    return len(sets)
+
+
+def tools_job():
+    from draftgen.spec import parse_job
+
+    return parse_job(
+        job_document(
+            "pretokenize-tools",
+            model={**TINY_KIMI_MODEL, "weights": str(TINY_KIMI_TIKTOKEN), "trustRemoteCode": True},
+            datasets=[
+                {"name": "warm", "source": "tools-warm.jsonl", "format": "messages"},
+                {"name": "tools", "source": "tools.jsonl", "format": "messages"},
+            ],
+        )
+    )
+
+
+def tool_bearing(work: Path, prompts: int, rounds: int) -> tuple[list[list], Goal, str]:
+    """Rows, the goal and a note of the tool-bearing comparison (see the module docstring)."""
+    from draftgen.generator.inputs import iter_samples, open_tokenizer
+    from draftgen.generator.samples import Sample
+
+    write_tool_rows(work / "tools-warm.jsonl", 20, seed=3)
+    distinct = write_tool_rows(work / "tools.jsonl", prompts, seed=4)
+    lines = (work / "tools.jsonl").read_text().splitlines()
+    job = tools_job()
+    ctx = open_tokenizer(job, work, workers=0)
+    tok = ctx.tokenizer
+    for _ in iter_samples(job, job.spec.datasets[0], base_dir=work, tokenizer_ctx=ctx):
+        pass
+    n = len(lines)
+
+    def own_ids() -> None:
+        for line in lines:
+            row = json.loads(line)
+            tok.apply_chat_template(
+                row["messages"],
+                tools=row["tools"],
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=False,
+                thinking=True,
+            )
+
+    def own_text_then_encode(check: bool = False) -> None:
+        for line in lines:
+            row = json.loads(line)
+            text = tok.apply_chat_template(
+                row["messages"],
+                tools=row["tools"],
+                add_generation_prompt=True,
+                tokenize=False,
+                thinking=True,
+            )
+            ids = tok.encode(text)
+            if check:  # the per-sample tools check draftgen made before issue 15
+                decoded = tok.decode(ids, skip_special_tokens=False)
+                assert all(t["function"]["name"] in decoded for t in row["tools"])
+
+    def through_draftgen() -> None:
+        count = sum(
+            isinstance(item, Sample)
+            for item in iter_samples(job, job.spec.datasets[1], base_dir=work, tokenizer_ctx=ctx)
+        )
+        assert count == n, (count, n)
+
+    paths = [
+        ("tokenizer's own apply_chat_template(tokenize=True)", own_ids),
+        ("tokenizer's render, then its encode", own_text_then_encode),
+        (
+            "  + decode and name search per prompt (the old check)",
+            lambda: own_text_then_encode(True),
+        ),
+        ("draftgen iter_samples, in-process", through_draftgen),
+    ]
+    best = {label: float("inf") for label, _ in paths}
+    for _ in range(rounds):
+        for label, fn in paths:
+            t0 = time.perf_counter()
+            fn()
+            best[label] = min(best[label], time.perf_counter() - t0)
+    ctx.close()
+    own = n / best[paths[0][0]]
+    by_hand = n / best[paths[1][0]]
+    ours = n / best[paths[3][0]]
+    rows = [
+        [label, n, n / best[label], 1e6 * best[label] / n, (n / best[label]) / own]
+        for label, _ in paths
+    ]
+    ratio, ratio_hand = ours / own, ours / by_hand
+    goal = Goal(
+        "tool-bearing prompts through a remote-code tokenizer ≥ the tokenizer's own "
+        "render-then-encode rate",
+        f"{ratio:.2f}× apply_chat_template(tokenize=True), {ratio_hand:.2f}× its render + encode "
+        "by hand",
+        ratio >= 1.0,
+        "" if ratio >= 1.0 else "draftgen also parses and normalizes each row and checks its tools",
+    )
+    note = (
+        f"Tool-bearing: {n} conversations with 1-2 tools each from a pool of 30 "
+        f"({distinct} distinct tool sets), a call and its result in a third, through "
+        "tiny-kimi-tiktoken (remote code, tools declared in Python); draftgen checks each "
+        "distinct tool set once (cached) and each prompt's tool names on its rendered text."
+    )
+    return rows, goal, note
 
 
 def job_for(workdir: Path, workers: int):
@@ -324,6 +496,26 @@ def main() -> None:
             ]
         )
     shares = profile_shares(work)
+    if (TINY_KIMI_TIKTOKEN / "tiktoken.model").exists():
+        tool_rows, tool_goal, tool_note = tool_bearing(work, args.prompts, args.rounds)
+        res.add_table(
+            "Pre-tokenization of tool-bearing prompts through a remote-code tokenizer "
+            "(tiny-kimi-tiktoken, one process, best of the rounds)",
+            ["path", "prompts", "prompts/s", "µs/prompt", "÷ own apply_chat_template"],
+            tool_rows,
+        )
+        res.goals.append(tool_goal)
+        res.notes.append(tool_note)
+    else:
+        res.goals.append(
+            Goal(
+                "tool-bearing prompts through a remote-code tokenizer ≥ the tokenizer's own "
+                "render-then-encode rate",
+                "not run",
+                None,
+                f"{TINY_KIMI_TIKTOKEN} is missing: run `make models`",
+            )
+        )
     shutil.rmtree(work, ignore_errors=True)
     res.add_table(
         "Where draftgen's in-process time goes (cProfile, same prompts)",

@@ -16,6 +16,7 @@ from .spec.status import GenerationJobStatus
 PRINTER_COLUMNS = [
     {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
     {"name": "Progress", "type": "string", "jsonPath": ".status.progress"},
+    {"name": "Model", "type": "string", "jsonPath": ".status.model.progress"},
     {"name": "Tok/s", "type": "number", "jsonPath": ".status.throughputTokensPerSecond"},
     {"name": "ETA", "type": "string", "jsonPath": ".status.eta"},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},

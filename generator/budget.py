@@ -22,13 +22,22 @@ class Ledger:
     finish_reasons: Counter = field(default_factory=Counter)
     completion_by_reason: Counter = field(default_factory=Counter)
     rejects: Counter = field(default_factory=Counter)
+    tool_fallbacks: int = 0
+    """Samples whose tools the tokenizer declared in a fallback form (`meta.sample.tool_fallback`)."""
     exhausted: bool = False
     """Every input row was used (or refused)."""
     closed: bool = False
     """The budget cannot take one more sample (less than one predicted sample left)."""
 
-    def add(self, prompt_tokens: int, completion_tokens: int, finish_reason: str) -> None:
+    def add(
+        self,
+        prompt_tokens: int,
+        completion_tokens: int,
+        finish_reason: str,
+        tool_fallback: bool = False,
+    ) -> None:
         self.samples += 1
+        self.tool_fallbacks += tool_fallback
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
         self.finish_reasons[finish_reason] += 1
@@ -112,6 +121,7 @@ class Ledger:
             },
             "truncation_rate": round(self.truncation_rate, 6),
             "rejects": sum(self.rejects.values()),
+            "tool_fallbacks": self.tool_fallbacks,
             "budget": self.budget.model_dump(by_alias=True),
             "overshoot_completion_tokens": self.overshoot_completion_tokens,
             "overshoot_percent": round(self.overshoot_percent, 4),

@@ -15,14 +15,19 @@ from draftgen.contract.generator_cli import ExitCode, add_arguments
 __all__ = ["add_arguments", "run"]
 
 
-def _setup_logging(live: bool) -> None:
+def _setup_logging(live: bool, log_format: str = "text") -> None:
     if live:
         from rich.logging import RichHandler
 
         handler: logging.Handler = RichHandler(show_path=False)
     else:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        if log_format == "json":
+            from .progress import json_logging
+
+            json_logging(handler)
+        else:
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     from draftgen.redact import RedactingFilter
 
     handler.addFilter(RedactingFilter())  # a password in a --server URL never reaches the log
@@ -40,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from .writer import DiskFull
 
     live = {"auto": sys.stderr.isatty(), "live": True, "log": False}[args.progress]
-    _setup_logging(live)
+    _setup_logging(live, args.log_format)
     log = logging.getLogger("draftgen.generate")
     try:
         job = load_job(args.job)
@@ -83,11 +88,13 @@ def run(args: argparse.Namespace) -> int:
         output=output,
         metrics_port=args.metrics_port,
         live_progress=live,
+        log_format=args.log_format,
         health_timeout=args.health_timeout,
         allow_spec_change=args.allow_spec_change,
         generationjob=args.generationjob,
         namespace=args.namespace,
     )
+    from .input_preflight import InputsRefused, check_inputs, problems
     from .inputs import iter_samples
     from .integrity import IntegrityError as InputIntegrityError
     from .pretokenize import TokenizerError, open_tokenizer
@@ -95,6 +102,18 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         with open_tokenizer(job, base_dir) as ctx:
+
+            def check(datasets: list) -> None:
+                # The preflight of the datasets still to do, before any server is waited for:
+                # a missing source or a template that breaks their rows shows in seconds.
+                report, code = check_inputs(
+                    job, base_dir, ctx, confine=args.inputs, strict=False, datasets=datasets
+                )
+                for ds in report.datasets:
+                    if ds.warning:
+                        log.warning("%s", ds.warning)
+                if not report.passed:
+                    raise InputsRefused(problems(report), code)
 
             def source(dataset, skip_ids, max_prompt_tokens):
                 return iter_samples(
@@ -106,11 +125,15 @@ def run(args: argparse.Namespace) -> int:
                     max_prompt_tokens=max_prompt_tokens,
                 )
 
-            runner = Runner(job, settings, source, getattr(ctx, "tokenizer", None))
+            runner = Runner(job, settings, source, getattr(ctx, "tokenizer", None), check)
             code = asyncio.run(_main(runner, args.metrics_linger if args.metrics_port else 0.0))
         if code == ExitCode.OK:
             code = _exports(job, output, args)
         return code
+    except InputsRefused as err:
+        for line in err.lines:
+            log.error("refusing to start: %s", line)
+        return err.exit_code
     except DiskFull as err:
         log.error("disk full: %s", err)
         return ExitCode.DISK_FULL

@@ -1,8 +1,12 @@
 """The normalized conversation every row format becomes, and its tool pieces.
 
 A `Conversation` holds OpenAI-style messages and tools; assistant tool calls are
-`{"id", "type": "function", "function": {"name", "arguments": {...}}}` with the arguments as a
-dict. `formats` (messages, sharegpt, prompt) and `glaive` both build on this module; a row that
+`{"id", "type": "function", "function": {"name", "arguments": ...}}`. The arguments stay as the
+row gave them: a JSON string is kept byte for byte (templates print a string argument verbatim,
+as production prompts carry it) and parsed only to check it is a JSON object; an object stays an
+object. What a format's own rules made draftgen change (Glaive's single-quoted arguments) is
+listed in `Conversation.normalized`, which reaches the record's `meta.sample`.
+`formats` (messages, sharegpt, prompt) and `glaive` both build on this module; a row that
 cannot be normalized raises `RowError(reason, detail)`.
 """
 
@@ -29,6 +33,14 @@ class Conversation:
 
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None = None
+    normalized: tuple[str, ...] = ()
+    """What draftgen changed in the row, by its format's rules (e.g. `glaive_quoted_arguments`)."""
+
+
+# How a tool result (a `tool` message) that draftgen builds from a ShareGPT or Glaive turn is
+# named: `none` leaves `name` out, as OpenAI-format tool messages carry none; `function` sets it
+# to the called function's name (templates such as Kimi's then print it in the turn's header).
+TOOL_RESULT_NAMES = ("none", "function")
 
 
 # --------------------------------------------------------------------------------------- tools
@@ -89,20 +101,32 @@ def normalize_tools(value: Any, where: str = "tools") -> list[dict[str, Any]] | 
 
 
 def make_tool_call(name: Any, arguments: Any, call_id: str, where: str) -> dict[str, Any]:
-    """One assistant tool call in the normalized shape (arguments parsed into a dict)."""
+    """One assistant tool call in the normalized shape. A JSON-string `arguments` is kept as the
+    very string (parsed only to check it is a JSON object), an object as the object; no
+    arguments (None or a blank string) become `{}`."""
     if not isinstance(name, str) or not name.strip():
         raise RowError("bad_tool_call", f"{where}: the call has no function name")
-    if arguments is None:
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
         arguments = {}
-    if isinstance(arguments, str):
-        arguments = (
-            parse_json(arguments, "bad_tool_call", f"{where}: arguments of {name}")
-            if arguments.strip()
-            else {}
-        )
-    if not isinstance(arguments, dict):
+    parsed = (
+        parse_json(arguments, "bad_tool_call", f"{where}: arguments of {name}")
+        if isinstance(arguments, str)
+        else arguments
+    )
+    if not isinstance(parsed, dict):
         raise RowError("bad_tool_call", f"{where}: arguments of {name} must be a JSON object")
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def tool_result(content: str, call: dict[str, Any] | None, naming: str) -> dict[str, Any]:
+    """The `tool` message answering `call` (None: a result with no call before it), named as
+    `naming` (one of `TOOL_RESULT_NAMES`) says."""
+    msg: dict[str, Any] = {"role": "tool", "content": content}
+    if call is not None:
+        msg["tool_call_id"] = call["id"]
+        if naming == "function":
+            msg["name"] = call["function"]["name"]
+    return msg
 
 
 def call_id(name: str, number: int) -> str:

@@ -63,6 +63,9 @@ def dataset_fingerprint(job: GenerationJob, dataset: DatasetSpec) -> dict[str, A
         f"{prefix}.selection": dataset.selection.to_wire(),
         f"{prefix}.turns": dataset.turns,
     }
+    # Added after outputs existed: recorded only when set, so their fingerprints stay as they were.
+    if dataset.tool_result_name != "none":
+        fields[f"{prefix}.toolResultName"] = dataset.tool_result_name
     # The sampling the dataset really uses (the job's, with the dataset's overrides applied).
     for key in sorted(sampling):
         fields[f"{prefix}.sampling.{key}"] = sampling[key]

@@ -2,11 +2,13 @@
 
 Every conversational format (`messages`, `sharegpt`, `glaive`, `prompt`) becomes a
 `Conversation` whose messages use the roles `system`, `user`, `assistant`, `tool`, whose assistant
-tool calls are `{"id", "type": "function", "function": {"name", "arguments": {...}}}` (arguments
-as a dict, the Hugging Face chat-template convention; a JSON-string argument is parsed), and whose
-tools are OpenAI `{"type": "function", "function": {...}}` definitions: exactly what
+tool calls are `{"id", "type": "function", "function": {"name", "arguments"}}` (arguments as the
+row gave them: a JSON string kept byte for byte and only checked, or an object), and whose tools
+are OpenAI `{"type": "function", "function": {...}}` definitions: exactly what
 `apply_chat_template(messages, tools=...)` expects, so each model declares tools in its own
-format. `pretokenized` rows become a list of token ids that is never re-templated.
+format. The reasoning of an assistant turn is carried under the key it was given
+(`reasoning`, `reasoning_content` or `thinking`: templates read different ones). `pretokenized`
+rows become a list of token ids that is never re-templated.
 
 A row that cannot be normalized raises `RowError(reason, detail)`; the caller records a reject.
 `Conversation`, `RowError` and the tool pieces live in `conversation` (glaive uses them too);
@@ -24,12 +26,19 @@ from .conversation import (
     make_tool_call,
     normalize_tools,
     parse_json,
+    tool_result,
 )
 from .glaive import parse_glaive
 
 ROLES = ("system", "user", "assistant", "tool")
+# Other names for those roles: Llama-3's own name for a tool result (its template prints `tool`
+# turns as `ipython` too, and other families' templates know only `tool`).
+ROLE_ALIASES = {"ipython": "tool"}
 # Message keys handed to the chat template; others (dataset bookkeeping) are dropped.
-_MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
+# Reasoning keys, each kept as given: Kimi-K2.5's template reads `reasoning` first, then
+# `reasoning_content` (DeepSeek's, Qwen3's key); gpt-oss's reads `thinking`.
+REASONING_KEYS = ("reasoning", "reasoning_content", "thinking")
+_MESSAGE_KEYS = ("role", "content", *REASONING_KEYS, "tool_calls", "tool_call_id", "name")
 
 # ShareGPT speaker names → roles; `function_call` is an assistant turn that calls tools.
 SHAREGPT_ROLES = {
@@ -45,6 +54,7 @@ SHAREGPT_ROLES = {
     "function_call": "function_call",
     "observation": "tool",
     "tool": "tool",
+    "ipython": "tool",
     "function": "tool",
     "function_response": "tool",
 }
@@ -102,9 +112,11 @@ def normalize_message(msg: Any, where: str, counter: list[int]) -> dict[str, Any
     role = msg.get("role")
     if role is None:
         raise RowError("missing_field", f"{where} has no role")
+    role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
     if role not in ROLES:
         raise RowError("unknown_role", f"{where}: role {role!r} is not one of {', '.join(ROLES)}")
     out = {k: msg[k] for k in _MESSAGE_KEYS if msg.get(k) is not None}
+    out["role"] = role
     if "content" not in msg and not (role == "assistant" and msg.get("tool_calls")):
         raise RowError("missing_field", f"{where} ({role}) has no content")
     content = _content(msg.get("content"), where)
@@ -116,7 +128,7 @@ def normalize_message(msg: Any, where: str, counter: list[int]) -> dict[str, Any
     else:
         out.pop("tool_calls", None)
     out["content"] = content
-    for key in ("tool_call_id", "name", "reasoning_content"):
+    for key in ("tool_call_id", "name", *REASONING_KEYS):
         if key in out and not isinstance(out[key], str):
             raise RowError("wrong_type", f"{where}.{key} must be a string")
     return out
@@ -149,9 +161,10 @@ def parse_messages(data: dict[str, Any]) -> Conversation:
     return Conversation(messages, normalize_tools(data.get("tools")))
 
 
-def parse_sharegpt(data: dict[str, Any]) -> Conversation:
+def parse_sharegpt(data: dict[str, Any], tool_result_name: str = "none") -> Conversation:
     """ShareGPT `{"conversations": [{"from", "value"}]}` (or `role`/`content` entries), with
-    `function_call`/`observation` turns, an optional top-level `system` and `tools`."""
+    `function_call`/`observation` turns, an optional top-level `system` and `tools`. An
+    observation answers the call before it (`tool_call_id`), named as `tool_result_name` says."""
     raw = _require_list(data, "conversations")
     counter = [0]
     messages: list[dict[str, Any]] = []
@@ -186,11 +199,18 @@ def parse_sharegpt(data: dict[str, Any]) -> Conversation:
         content = _content(value, where)
         if content is None:
             raise RowError("wrong_type", f"{where}: value is null")
+        if role == "tool":
+            messages.append(
+                tool_result(content, pending.pop(0) if pending else None, tool_result_name)
+            )
+            continue
         msg: dict[str, Any] = {"role": role, "content": content}
-        if role == "tool" and pending:
-            call = pending.pop(0)
-            msg["tool_call_id"] = call["id"]
-            msg["name"] = call["function"]["name"]
+        if role == "assistant":
+            for key in REASONING_KEYS:
+                if turn.get(key) is not None:
+                    if not isinstance(turn[key], str):
+                        raise RowError("wrong_type", f"{where}.{key} must be a string")
+                    msg[key] = turn[key]
         messages.append(msg)
     _check_conversation(messages)
     return Conversation(messages, normalize_tools(data.get("tools")))
@@ -236,14 +256,18 @@ def parse_pretokenized(data: dict[str, Any], vocab_size: int) -> list[int]:
     return ids
 
 
-def parse_conversation(fmt: str, data: dict[str, Any]) -> Conversation:
-    """A row of a conversational format → its normalized conversation."""
+def parse_conversation(
+    fmt: str, data: dict[str, Any], *, tool_result_name: str = "none"
+) -> Conversation:
+    """A row of a conversational format → its normalized conversation. `tool_result_name`
+    (`spec.datasets[].toolResultName`) names the tool results draftgen builds from ShareGPT and
+    Glaive turns; OpenAI-format tool messages keep the `name` they have or lack."""
     if fmt == "messages":
         return parse_messages(data)
     if fmt == "sharegpt":
-        return parse_sharegpt(data)
+        return parse_sharegpt(data, tool_result_name)
     if fmt == "prompt":
         return parse_prompt(data)
     if fmt == "glaive":
-        return parse_glaive(data)
+        return parse_glaive(data, tool_result_name)
     raise ValueError(f"format {fmt!r} has no conversation")

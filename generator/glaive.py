@@ -11,6 +11,11 @@ A Glaive row is two raw-text fields:
   string, which is not JSON), and `FUNCTION RESPONSE: {...}`. Calls become assistant
   `tool_calls`, responses `tool` messages answering the call before them; `<|endoftext|>` is
   stripped (it is Glaive's own end marker, not the target model's).
+
+Single-quoted arguments are normalized to the JSON string between the quotes (kept verbatim,
+checked to be a JSON object) and the conversation says so (`normalized` lists
+`glaive_quoted_arguments`, recorded in the sample's `meta.sample`); arguments written as a JSON
+object stay an object.
 """
 
 from __future__ import annotations
@@ -19,9 +24,17 @@ import re
 from typing import Any
 
 from . import safe_json
-from .conversation import Conversation, RowError, call_id, make_tool_call, normalize_tools
+from .conversation import (
+    Conversation,
+    RowError,
+    call_id,
+    make_tool_call,
+    normalize_tools,
+    tool_result,
+)
 
 ENDOFTEXT = "<|endoftext|>"
+QUOTED_ARGUMENTS = "glaive_quoted_arguments"  # the `Conversation.normalized` entry
 FUNCTIONCALL = "<functioncall>"
 _TURN = re.compile(r"(?:^|\n)[ \t]*(USER|ASSISTANT|FUNCTION RESPONSE|SYSTEM):[ \t]?")
 _ARGS_QUOTED = re.compile(r'"arguments"\s*:\s*\'')
@@ -63,19 +76,22 @@ def split_system(system: str) -> tuple[str, list[Any]]:
     return preamble, parse_function_definitions(text[start:])
 
 
-def parse_function_call(text: str, number: int) -> dict[str, Any]:
-    """`{"name": "f", "arguments": '{"a": 1}'}` (or valid JSON) → a normalized tool call."""
+def parse_function_call(text: str, number: int) -> tuple[dict[str, Any], bool]:
+    """`{"name": "f", "arguments": '{"a": 1}'}` (or valid JSON) → (a normalized tool call,
+    whether its arguments were single-quoted and so normalized)."""
     text = text.replace(ENDOFTEXT, "").strip()
+    quoted = False
     try:
         payload, _ = safe_json.raw_decode(text)
     except safe_json.JsonLimitError:
-        payload = _quoted_arguments_call(text)
+        payload, quoted = _quoted_arguments_call(text), True
     if not isinstance(payload, dict):
         raise RowError("bad_tool_call", f"<functioncall> is not an object: {text[:200]!r}")
     name = payload.get("name")
-    return make_tool_call(
+    call = make_tool_call(
         name, payload.get("arguments"), call_id(str(name), number), "<functioncall>"
     )
+    return call, quoted
 
 
 def _quoted_arguments_call(text: str) -> dict[str, Any]:
@@ -106,8 +122,9 @@ def _turns(chat: str) -> list[tuple[str, str]]:
     return [(parts[i], parts[i + 1]) for i in range(1, len(parts), 2)]
 
 
-def parse_glaive(data: dict[str, Any]) -> Conversation:
-    """A Glaive function-calling v2 row → messages + tools."""
+def parse_glaive(data: dict[str, Any], tool_result_name: str = "none") -> Conversation:
+    """A Glaive function-calling v2 row → messages + tools; a FUNCTION RESPONSE is named as
+    `tool_result_name` says (`conversation.TOOL_RESULT_NAMES`)."""
     system = data.get("system", "")
     chat = data.get("chat")
     if chat is None:
@@ -126,6 +143,7 @@ def parse_glaive(data: dict[str, Any]) -> Conversation:
 
     messages: list[dict[str, Any]] = [{"role": "system", "content": preamble}] if preamble else []
     calls = 0
+    quoted = False
     pending: list[dict[str, Any]] = []
     for speaker, body in _turns(chat):
         body = body.replace(ENDOFTEXT, "").strip()
@@ -138,7 +156,8 @@ def parse_glaive(data: dict[str, Any]) -> Conversation:
             if at < 0:
                 messages.append({"role": "assistant", "content": body})
                 continue
-            call = parse_function_call(body[at + len(FUNCTIONCALL) :], calls)
+            call, was_quoted = parse_function_call(body[at + len(FUNCTIONCALL) :], calls)
+            quoted = quoted or was_quoted
             calls += 1
             messages.append(
                 {"role": "assistant", "content": body[:at].strip(), "tool_calls": [call]}
@@ -149,15 +168,7 @@ def parse_glaive(data: dict[str, Any]) -> Conversation:
                 raise RowError(
                     "bad_tool_call", "FUNCTION RESPONSE without a function call before it"
                 )
-            call = pending.pop(0)
-            messages.append(
-                {
-                    "role": "tool",
-                    "content": body,
-                    "tool_call_id": call["id"],
-                    "name": call["function"]["name"],
-                }
-            )
+            messages.append(tool_result(body, pending.pop(0), tool_result_name))
     if not any(m["role"] != "system" for m in messages):
         raise RowError("empty_conversation", "'chat' holds no USER/ASSISTANT turn")
-    return Conversation(messages, tools)
+    return Conversation(messages, tools, (QUOTED_ARGUMENTS,) if quoted else ())

@@ -27,7 +27,7 @@ from .formats import RowError, parse_conversation, parse_pretokenized
 from .identity import explicit_id, has_question, repeat_key, row_key, sample_id, select_turns
 from .integrity import STRICT_TOOL_SAMPLES, IntegrityError, tools_dropped_error
 from .pretokenize import Rendered, RenderJob, TokenizerContext, open_tokenizer
-from .samples import Reject, Sample
+from .samples import TOOL_FALLBACK, Reject, Sample
 from .selection import select_rows
 from .sources import SourceError, list_files, resolve_source
 
@@ -41,6 +41,7 @@ class _Pending:
     turn: int
     prompt_messages: int
     num_tools: int
+    normalized: tuple[str, ...] = ()
 
 
 def dataset_files(dataset: DatasetSpec, base_dir: Path) -> list[Path]:
@@ -102,7 +103,9 @@ def _plan(
                 yield Sample(sid, name, row.index, 0, ids, {"pretokenized": True})
             continue
         try:
-            conv = parse_conversation(dataset.format, data)
+            conv = parse_conversation(
+                dataset.format, data, tool_result_name=dataset.tool_result_name
+            )
         except RowError as err:
             yield Reject(name, row.index, None, err.reason, err.detail)
             continue
@@ -122,7 +125,7 @@ def _plan(
             yield RenderJob(
                 prompt,
                 conv.tools,
-                _Pending(sid, row.index, turn, len(prompt), len(conv.tools or ())),
+                _Pending(sid, row.index, turn, len(prompt), len(conv.tools or ()), conv.normalized),
             )
 
 
@@ -202,14 +205,15 @@ def iter_samples(
                     "the rendered prompt lacks the tools " + ", ".join(rendered.missing_tools),
                 )
                 continue
+        if rendered.tool_fallback is not None and dataset.on_tool_fallback == "reject":
+            yield Reject(name, p.source_index, p.id, TOOL_FALLBACK, rendered.tool_fallback)
+            continue
         if max_prompt_tokens is not None and len(rendered.ids) > max_prompt_tokens:
             yield _too_long(name, p.source_index, p.id, len(rendered.ids), max_prompt_tokens)
             continue
-        yield Sample(
-            p.id,
-            name,
-            p.source_index,
-            p.turn,
-            rendered.ids,
-            {"num_tools": p.num_tools, "prompt_messages": p.prompt_messages},
-        )
+        info: dict[str, Any] = {"num_tools": p.num_tools, "prompt_messages": p.prompt_messages}
+        if p.normalized:
+            info["normalized"] = list(p.normalized)
+        if rendered.tool_fallback is not None:
+            info[TOOL_FALLBACK] = rendered.tool_fallback
+        yield Sample(p.id, name, p.source_index, p.turn, rendered.ids, info)

@@ -72,6 +72,7 @@ class GeneratorMetrics:
         self.completion_tokens = _counter(names.COMPLETION_TOKENS, r)
         self.prompt_tokens = _counter(names.PROMPT_TOKENS, r)
         self.rejects = _counter(names.REJECTS, r)
+        self.tool_fallbacks = _counter(names.TOOL_FALLBACKS, r)
         self.errors = _counter(names.ERRORS, r)
         self.budget = _gauge(names.BUDGET, r)
         self.budget_remaining = _gauge(names.BUDGET_REMAINING, r)
@@ -103,6 +104,7 @@ class GeneratorMetrics:
             self.rejects.labels(ds, reason.value)
         for reason, n in ledger.rejects.items():
             self.rejects.labels(ds, names.RejectReason(reason).value).inc(n)
+        self.tool_fallbacks.labels(ds).inc(ledger.tool_fallbacks)
         self.update_dataset(ledger)
 
     def record(
@@ -112,9 +114,12 @@ class GeneratorMetrics:
         prompt_tokens: int,
         completion_tokens: int,
         latency: float,
+        tool_fallback: bool = False,
     ) -> None:
         ds = ledger.dataset
         self.samples.labels(ds, finish_reason).inc()
+        if tool_fallback:
+            self.tool_fallbacks.labels(ds).inc()
         self.completion_tokens.labels(ds, finish_reason).inc(completion_tokens)
         self.prompt_tokens.labels(ds).inc(prompt_tokens)
         self.latency.labels(ds).observe(latency)

@@ -58,6 +58,9 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 def _worker_init(settings: RenderSettings, parent: int) -> None:
     global _WORKER
     _die_with_parent(parent)
+    from .progress import worker_logging
+
+    worker_logging()  # a spawned process: the generator's log format, before transformers loads
     _watch_parent(parent)
     _WORKER = Renderer(load_tokenizer(settings.location, settings.trust_remote_code), settings)
 
@@ -106,14 +109,17 @@ def _render_batch(jobs: list[tuple[list[dict], list[dict] | None]]) -> list[tupl
             r.error,
             r.prefix_ok,
             r.missing_tools,
+            r.tool_fallback,
         )
         for r in _WORKER.render_many(jobs)
     ]
 
 
 def _unpack(packed: tuple) -> Rendered:
-    ids, error, prefix_ok, missing = packed
-    return Rendered(None if ids is None else array("I", ids).tolist(), error, prefix_ok, missing)
+    ids, error, prefix_ok, missing, fallback = packed
+    return Rendered(
+        None if ids is None else array("I", ids).tolist(), error, prefix_ok, missing, fallback
+    )
 
 
 # ---------------------------------------------------------------------------------- context

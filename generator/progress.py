@@ -1,16 +1,25 @@
 """Progress for people: a live table per dataset on a terminal (tokens against budget, tokens/s,
-ETA), plain periodic log lines otherwise (a Kubernetes pod's log)."""
+ETA); otherwise, every interval, one log record (a Kubernetes pod's log): a readable multi-line
+block (`--log-format text`) or one JSON object a line (`--log-format json`, what the operator sets,
+so log stacks parse it). The block and the object are built from the same `summary()`."""
 
 from __future__ import annotations
 
+import datetime
+import json
 import logging
+import math
+import os
 import sys
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from draftgen.contract.generator_cli import LOG_FORMATS
 from draftgen.plan.eta import format_duration, remaining_completion_tokens
+from draftgen.redact import redact_url
 
 from .budget import Ledger
 
@@ -97,15 +106,62 @@ def _state(ledger: Ledger) -> str:
     return "running"
 
 
+@dataclass(frozen=True)
+class ServerFigures:
+    """One server as progress reports it: its live gauges as last read (None: not read)."""
+
+    url: str
+    in_flight: int
+    token_usage: float | None = None
+    running: float | None = None
+    queued: float | None = None
+
+
+def server_figures(servers: Sequence[Any]) -> list[ServerFigures]:
+    """generator/fleet.py's servers → figures (`client.url`, `in_flight`, `load`)."""
+    out = []
+    for s in servers:
+        load = s.load
+        out.append(
+            ServerFigures(
+                s.client.url,
+                s.in_flight,
+                load.token_usage if load else None,
+                load.num_running_reqs if load else None,
+                load.num_queue_reqs if load else None,
+            )
+        )
+    return out
+
+
+def _round(x: float | None, digits: int = 1) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def _utc(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="seconds")
+
+
 class Progress:
-    """Shows progress every `interval` seconds; `live` picks the terminal display."""
+    """Shows progress every `interval` seconds; `live` picks the terminal display, `log_format`
+    the shape of the log record otherwise; `servers` gives the servers' live load."""
 
     def __init__(
-        self, ledgers: Sequence[Ledger], *, live: bool | None = None, interval: float | None = None
+        self,
+        ledgers: Sequence[Ledger],
+        *,
+        live: bool | None = None,
+        interval: float | None = None,
+        log_format: str = "text",
+        servers: Callable[[], Sequence[ServerFigures]] | None = None,
     ) -> None:
+        if log_format not in LOG_FORMATS:
+            raise ValueError(f"log format {log_format!r}: not one of {LOG_FORMATS}")
         self.ledgers = ledgers
         self.live = sys.stderr.isatty() if live is None else live
         self.interval = interval if interval is not None else (0.5 if self.live else 10.0)
+        self.log_format = log_format
+        self._servers = servers if servers is not None else (lambda: [])
         self._last = 0.0
         self._display: Live | None = None
         self._rates: dict[str, RateMeter] = {ledger.dataset: RateMeter() for ledger in ledgers}
@@ -189,13 +245,179 @@ class Progress:
         if self._display is not None:
             self._display.update(self._table(rate, eta, in_flight))
             return
-        parts = [
-            f"{ledger.dataset}: {_budget_text(ledger)} {_state(ledger)}" for ledger in self.ledgers
+        summary = self.summary(rate, eta, in_flight)
+        if self.log_format == "json":
+            log.info("progress", extra={PROGRESS_FIELD: summary})
+        else:
+            log.info("%s", text_block(summary))
+
+    def _dataset_eta(self, ledger: Ledger, rate: float) -> float | None:
+        if ledger.done:
+            return 0.0
+        left = remaining_tokens(ledger)
+        return left / rate if left is not None and rate > 0 else None
+
+    def summary(self, rate: float, eta: float | None, in_flight: int) -> dict[str, Any]:
+        """Progress as plain data: the JSON log object and the text block's figures."""
+        now = time.time()
+        datasets = []
+        for ledger in self.ledgers:
+            ds_rate = self._rates[ledger.dataset].rate()
+            frac = ledger.fraction_done()
+            ds_eta = self._dataset_eta(ledger, ds_rate)
+            datasets.append(
+                {
+                    "dataset": ledger.dataset,
+                    "state": _state(ledger),
+                    "done": ledger.done,
+                    "samples": ledger.samples,
+                    "prompt_tokens": ledger.prompt_tokens,
+                    "completion_tokens": ledger.completion_tokens,
+                    "budget": ledger.budget.model_dump(by_alias=True, exclude_none=True),
+                    "percent_of_budget": None if frac is None else round(100 * frac, 2),
+                    "tokens_per_second": round(ds_rate, 1),
+                    "eta_seconds": _round(ds_eta),
+                    "truncation_rate": round(ledger.truncation_rate, 4),
+                    "rejects": sum(ledger.rejects.values()),
+                    "rejects_by_reason": dict(sorted(ledger.rejects.items())),
+                }
+            )
+        servers = [
+            {
+                "server": redact_url(s.url),
+                "token_usage": _round(s.token_usage, 3),
+                "running": s.running,
+                "queued": s.queued,
+                "in_flight": s.in_flight,
+            }
+            for s in self._servers()
         ]
-        log.info(
-            "%.0f tok/s, %d in flight, ETA %s | %s",
-            rate,
-            in_flight,
-            _fmt_eta(eta),
-            " | ".join(parts),
+        return {
+            "tokens_per_second": round(rate, 1),
+            "in_flight": in_flight,
+            "eta_seconds": _round(eta),
+            "finish_at": None if eta is None else _utc(now + eta),
+            "samples": sum(ledger.samples for ledger in self.ledgers),
+            "completion_tokens": sum(ledger.completion_tokens for ledger in self.ledgers),
+            "datasets": datasets,
+            "servers": servers,
+        }
+
+
+PROGRESS_FIELD = "progress"
+"""The log record attribute carrying a progress summary (JsonFormatter merges it in)."""
+
+
+def _cell(value: float | None, fmt: str, unknown: str = "?") -> str:
+    return unknown if value is None else format(value, fmt)
+
+
+def text_block(summary: dict[str, Any]) -> str:
+    """The `--log-format text` record: a header line, one line per dataset, one per server."""
+    eta = summary["eta_seconds"]
+    finish = f" (finish {summary['finish_at']})" if summary["finish_at"] and eta else ""
+    lines = [
+        f"progress: {summary['tokens_per_second']:,.0f} tok/s, {summary['in_flight']} in flight, "
+        f"{summary['samples']:,} samples, {summary['completion_tokens']:,} completion tokens, "
+        f"ETA {_fmt_eta(eta)}{finish}"
+    ]
+    width = max((len(d["dataset"]) for d in summary["datasets"]), default=0)
+    for d in summary["datasets"]:
+        budget = d["budget"]
+        limit = budget.get("completionTokens")
+        tokens = f"{d['completion_tokens']:,}" + (f"/{limit:,}" if limit is not None else "")
+        samples = f"{d['samples']:,}" + (
+            f"/{budget['maxSamples']:,}" if budget.get("maxSamples") is not None else ""
         )
+        total = ""
+        if budget.get("totalTokens") is not None:
+            whole = d["prompt_tokens"] + d["completion_tokens"]
+            total = f"total {whole:,}/{budget['totalTokens']:,}  "
+        reasons = ", ".join(f"{k} {v:,}" for k, v in d["rejects_by_reason"].items())
+        share = d["percent_of_budget"]
+        pct = "-" if share is None else f"{math.floor(share + 1e-9)}%"  # 99.6 is not 100
+        lines.append(
+            f"  {d['dataset']:<{width}}  {d['state']:<19} "
+            f"{pct:>4}  completion {tokens}  "
+            f"prompt {d['prompt_tokens']:,}  {total}samples {samples}  "
+            f"{d['tokens_per_second']:,.0f} tok/s  ETA {_fmt_eta(d['eta_seconds'])}  "
+            f"truncated {100 * d['truncation_rate']:.1f}%  rejects {d['rejects']:,}"
+            + (f" ({reasons})" if reasons else "")
+        )
+    for srv in summary["servers"]:
+        usage = srv["token_usage"]
+        lines.append(
+            f"  server {srv['server']}: KV {_cell(None if usage is None else 100 * usage, '.0f')}% "
+            f"used, {_cell(srv['running'], '.0f')} running, {_cell(srv['queued'], '.0f')} queued, "
+            f"{srv['in_flight']} in flight from here"
+        )
+    return "\n".join(lines)
+
+
+class JsonFormatter(logging.Formatter):
+    """`--log-format json`: every record one JSON object on one line; a progress record carries
+    its summary's fields at the top level (`"event": "progress"`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        obj: dict[str, Any] = {
+            "time": datetime.datetime.fromtimestamp(record.created, datetime.UTC).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        summary = getattr(record, PROGRESS_FIELD, None)
+        if isinstance(summary, dict):
+            obj["event"] = "progress"
+            obj.update(summary)
+        if record.exc_info:
+            obj["exception"] = self.formatException(record.exc_info)
+        return json.dumps(obj, ensure_ascii=False, default=str)
+
+
+LIBRARY_LOGGERS = ("transformers",)
+"""Libraries that print through a handler of their own (transformers warns at import when
+PyTorch is absent, as in the image): in JSON mode their records go through ours instead."""
+
+
+class _ToRootHandlers(logging.Filter):
+    """On a library's logger: hand each record to the root logger's handlers, and drop it from
+    the library's own handler (which would write a plain-text line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for handler in logging.getLogger().handlers:
+            if record.levelno >= handler.level:
+                handler.handle(record)
+        return False
+
+
+def json_logging(handler: logging.Handler) -> None:
+    """Every line of the log one JSON object: our records, Python warnings, and the libraries'
+    records (before the libraries are imported: their import-time warnings too)."""
+    handler.setFormatter(JsonFormatter())
+    os.environ[LOG_FORMAT_ENV] = "json"  # for the spawned tokenizer workers
+    logging.captureWarnings(True)
+    for name in LIBRARY_LOGGERS:
+        library = logging.getLogger(name)
+        if not any(isinstance(f, _ToRootHandlers) for f in library.filters):
+            library.addFilter(_ToRootHandlers())
+
+
+LOG_FORMAT_ENV = "DRAFTGEN_LOG_FORMAT"
+"""Set by `json_logging` for the tokenizer workers (spawned processes start unconfigured)."""
+
+
+def json_logging_from_env() -> bool:
+    return os.environ.get(LOG_FORMAT_ENV) == "json"
+
+
+def worker_logging() -> None:
+    """In a spawned worker: JSON lines on stderr too when the generator logs JSON."""
+    if not json_logging_from_env():
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    json_logging(handler)

@@ -13,11 +13,25 @@ same ids as `encode`, without the character offsets nobody reads here: 10-20 % l
 encoding one text at a time), taken only where the start-up probe shows it gives the ids of the
 tokenizer's own `encode`. Rendering is cheap beside encoding (transformers caches the compiled
 template; about 40 µs of a 1,300-token prompt's 500 µs).
+
+Tools. Tool-call arguments reach the template as the row gave them (a JSON string verbatim), unless
+the probe shows the template JSON-encodes a string argument (a template written for objects
+only, which would print the string quoted): then the parsed object is passed, as SGLang's chat
+endpoint does. Whether a prompt's tools are in it is checked on the rendered text (a substring
+search; only the `ids` route decodes), and how they were declared once per distinct tool set
+(`ToolSetCheck`): a tokenizer that prints to stdout while rendering tools (Kimi's "Failed to
+convert tools to TypeScript style"), or a declaration of another kind than the probe's (JSON where
+the model's own syntax is not), is a *tool fallback*, reported in `Rendered.tool_fallback`.
 """
 
 from __future__ import annotations
 
+import io
+import json
+import re
+from collections import OrderedDict
 from collections.abc import Iterator
+from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +58,8 @@ class RenderSettings:
     encode_kwargs: dict[str, Any]
     backend_encode: bool = False  # encode with the Rust tokenizer directly (checked identical)
     batch_encode: bool = False  # ... a batch at a time with `encode_batch_fast` (checked identical)
+    string_arguments: bool = True  # tool-call arguments as given (False: parsed into objects)
+    declaration_kind: str | None = None  # the probe's tool declaration: "json" or "native"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +70,83 @@ class Rendered:
     error: str | None = None
     prefix_ok: bool = True
     missing_tools: list[str] = field(default_factory=list)
+    tool_fallback: str | None = None
+    """Why the tools are declared in a fallback form (None: in the template's own)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSetCheck:
+    """How one tool set is declared, rendered once with the probe conversation."""
+
+    declaration: str
+    """What the tools add to the probe prompt."""
+    fallback: str | None
+    """Why this declaration is a fallback, or None."""
+
+
+TOOL_SET_CACHE = 4096  # distinct tool sets remembered per renderer (Glaive repeats its sets)
+FALLBACK_STDOUT = "the tokenizer printed while rendering the tools: "
+_PRINTED_MAX = 300
+
+# A probe tool call whose arguments are a compact JSON string: printed verbatim, or quoted?
+PROBE_ARGUMENTS = '{"city":"Paris"}'
+PROBE_CALL_MESSAGES: list[dict] = [
+    *PROBE_MESSAGES,
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": f"functions.{PROBE_TOOL_NAME}:0",
+                "type": "function",
+                "function": {"name": PROBE_TOOL_NAME, "arguments": PROBE_ARGUMENTS},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": f"functions.{PROBE_TOOL_NAME}:0", "content": "sunny"},
+]
+
+
+def declaration_kind(declaration: str, tools: list[dict]) -> str:
+    """`json` when the tools appear as JSON objects (`"name": "<tool>"`), else `native` (the
+    model's own syntax, e.g. Kimi's TypeScript-like namespace)."""
+    name = tools[0]["function"]["name"]
+    return "json" if re.search(r'"name"\s*:\s*"' + re.escape(name) + '"', declaration) else "native"
+
+
+def _middle(with_tools: str, without: str) -> str:
+    """The part of `with_tools` that `without` lacks (common prefix and suffix removed)."""
+    start = 0
+    limit = min(len(with_tools), len(without))
+    while start < limit and with_tools[start] == without[start]:
+        start += 1
+    end = 0
+    while end < limit - start and with_tools[-1 - end] == without[-1 - end]:
+        end += 1
+    return with_tools[start : len(with_tools) - end]
+
+
+def tool_set_key(tools: list[dict]) -> str:
+    return json.dumps(tools, sort_keys=True, ensure_ascii=False)
+
+
+def _as_objects(messages: list[dict]) -> list[dict]:
+    """`messages` with each tool call's JSON-string arguments parsed (copies; others shared)."""
+    out = []
+    for m in messages:
+        calls = m.get("tool_calls")
+        if calls and any(isinstance(c["function"].get("arguments"), str) for c in calls):
+            m = {
+                **m,
+                "tool_calls": [
+                    {**c, "function": {**c["function"], "arguments": json.loads(a)}}
+                    if isinstance(a := c["function"].get("arguments"), str)
+                    else c
+                    for c in calls
+                ],
+            }
+        out.append(m)
+    return out
 
 
 def _backend(tokenizer: Any) -> Any:
@@ -74,10 +167,15 @@ class Renderer:
         self._encode_batch = (
             getattr(self._backend, "encode_batch_fast", None) if settings.batch_encode else None
         )
+        self._tool_sets: OrderedDict[str, ToolSetCheck | None] = OrderedDict()
+        self._without_tools: str | None = None
+
+    def _messages(self, messages: list[dict]) -> list[dict]:
+        return messages if self.settings.string_arguments else _as_objects(messages)
 
     def text(self, messages: list[dict], tools: list[dict] | None) -> str:
         return self.tokenizer.apply_chat_template(
-            messages,
+            self._messages(messages),
             tools=tools or None,
             add_generation_prompt=True,
             tokenize=False,
@@ -86,7 +184,7 @@ class Renderer:
 
     def ids_direct(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
         out = self.tokenizer.apply_chat_template(
-            messages,
+            self._messages(messages),
             tools=tools or None,
             add_generation_prompt=True,
             tokenize=True,
@@ -106,6 +204,48 @@ class Renderer:
             return [e.ids for e in self._encode_batch(texts, add_special_tokens=self._add_special)]
         return [self.encode(t) for t in texts]
 
+    def text_capturing(self, messages: list[dict], tools: list[dict] | None) -> tuple[str, str]:
+        """`text`, and what the tokenizer printed to stdout meanwhile (only tools make Kimi's
+        tokenizer print; without tools stdout is left alone)."""
+        if not tools:
+            return self.text(messages, tools), ""
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            text = self.text(messages, tools)
+        return text, buf.getvalue()
+
+    def tool_set(self, tools: list[dict]) -> ToolSetCheck | None:
+        """How `tools` are declared (cached per distinct tool set); None when the probe
+        conversation cannot be rendered with them."""
+        key = tool_set_key(tools)
+        if key in self._tool_sets:
+            self._tool_sets.move_to_end(key)
+            return self._tool_sets[key]
+        check = self._check_tool_set(tools)
+        self._tool_sets[key] = check
+        if len(self._tool_sets) > TOOL_SET_CACHE:
+            self._tool_sets.popitem(last=False)
+        return check
+
+    def _check_tool_set(self, tools: list[dict]) -> ToolSetCheck | None:
+        try:
+            if self._without_tools is None:
+                self._without_tools = self.text(PROBE_MESSAGES, None)
+            with_tools, printed = self.text_capturing(PROBE_MESSAGES, tools)
+        except Exception:
+            return None
+        declaration = _middle(with_tools, self._without_tools)
+        fallback = _printed_fallback(printed)
+        kind = self.settings.declaration_kind
+        if fallback is None and kind is not None:
+            got = declaration_kind(declaration, tools)
+            if got != kind:
+                fallback = (
+                    f"the tools are declared as {got}, the template's own declaration (of the "
+                    f"probe tool) is {kind}"
+                )
+        return ToolSetCheck(declaration, fallback)
+
     def decode(self, ids: list[int]) -> str:
         if self._backend is not None:
             return self._backend.decode(ids, skip_special_tokens=False)
@@ -120,11 +260,15 @@ class Renderer:
         if self.settings.route != "text":
             return [self._direct(messages, tools) for messages, tools in jobs]
         texts: list[str | BaseException] = []
+        printed: list[str] = []
         for messages, tools in jobs:
             try:
-                texts.append(self.text(messages, tools))
+                rendered, said = self.text_capturing(messages, tools)
+                texts.append(rendered)
+                printed.append(said)
             except Exception as err:  # jinja's raise_exception, TypeError on odd content, ...
                 texts.append(err)
+                printed.append("")
         ok = [t for t in texts if isinstance(t, str)]
         encoded: Iterator[list[int] | BaseException]
         try:
@@ -132,14 +276,14 @@ class Renderer:
         except Exception:  # one text the tokenizer refuses: find it, the others go on
             encoded = iter([self._encode_or_error(t) for t in ok])
         out = []
-        for (_messages, tools), text in zip(jobs, texts):
+        for (_messages, tools), text, stdout in zip(jobs, texts, printed):
             ids: list[int] | BaseException = (
                 text if isinstance(text, BaseException) else next(encoded)
             )
             if isinstance(ids, BaseException):
                 out.append(Rendered(None, f"{type(ids).__name__}: {ids}"))
             else:
-                out.append(self._checked(text, ids, tools))  # type: ignore[arg-type]
+                out.append(self._checked(text, ids, tools, stdout))  # type: ignore[arg-type]
         return out
 
     def _encode_or_error(self, text: str) -> list[int] | BaseException:
@@ -149,24 +293,41 @@ class Renderer:
             return err
 
     def _direct(self, messages: list[dict], tools: list[dict] | None) -> Rendered:
+        buf = io.StringIO()
         try:
-            ids = self.ids_direct(messages, tools)
+            with redirect_stdout(buf):
+                ids = self.ids_direct(messages, tools)
         except Exception as err:
             return Rendered(None, f"{type(err).__name__}: {err}")
-        return self._checked(None, ids, tools)
+        return self._checked(None, ids, tools, buf.getvalue() if tools else "")
 
-    def _checked(self, text: str | None, ids: list[int], tools: list[dict] | None) -> Rendered:
-        """The per-sample checks: generation prefix (text and ids), tools in the prompt."""
+    def _checked(
+        self, text: str | None, ids: list[int], tools: list[dict] | None, printed: str = ""
+    ) -> Rendered:
+        """The per-sample checks: generation prefix (text and ids), tools in the prompt (names
+        searched in the text; only the `ids` route decodes), tool fallback (what the tokenizer
+        printed while rendering this prompt, else its tool set's check)."""
         s = self.settings
         prefix_ok = True
         if s.generation_prefix:
             prefix_ok = (text is None or text.endswith(s.generation_prefix)) and tuple(
                 ids[-len(s.prefix_ids) :]
             ) == s.prefix_ids
-        missing = []
+        missing: list[str] = []
+        fallback = None
         if tools:
-            missing = missing_tool_names(self.decode(ids), tools)
-        return Rendered(ids, None, prefix_ok, missing)
+            missing = missing_tool_names(self.decode(ids) if text is None else text, tools)
+            fallback = _printed_fallback(printed)
+            if fallback is None and (check := self.tool_set(tools)) is not None:
+                fallback = check.fallback
+        return Rendered(ids, None, prefix_ok, missing, fallback)
+
+
+def _printed_fallback(printed: str) -> str | None:
+    said = " ".join(printed.split())
+    if not said:
+        return None
+    return FALLBACK_STDOUT + (said if len(said) <= _PRINTED_MAX else said[:_PRINTED_MAX] + "…")
 
 
 def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -> RenderSettings:
@@ -221,6 +382,7 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
         check_generation_prefix(
             text, ids, settings.generation_prefix, list(settings.prefix_ids), "probe prompt"
         )
+    settings = _probe_tools(Renderer(tokenizer, settings))
     if with_tools:
         decoded = tokenizer.decode(ids, skip_special_tokens=False)
         if missing_tool_names(decoded, PROBE_TOOLS):
@@ -231,3 +393,34 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
                 "(model.tokenizer), one whose template declares `tools`"
             )
     return settings
+
+
+def _probe_tools(renderer: Renderer) -> RenderSettings:
+    """The settings with what the probe tool shows of the template: its own declaration's kind,
+    and whether a JSON-string argument is printed as it is (else arguments go as objects)."""
+    settings = renderer.settings
+    try:
+        without = renderer.text(PROBE_MESSAGES, None)
+        with_tools, _ = renderer.text_capturing(PROBE_MESSAGES, PROBE_TOOLS)
+    except Exception:  # a template without tools: nothing to learn
+        return settings
+    kind = declaration_kind(_middle(with_tools, without), PROBE_TOOLS)
+    verbatim = True
+    try:
+        call_text, _ = renderer.text_capturing(PROBE_CALL_MESSAGES, PROBE_TOOLS)
+    except Exception:  # refuses a string argument (iterates `arguments.items()`, ...)
+        call_text = None
+    if call_text is None or (
+        PROBE_ARGUMENTS not in call_text and json.dumps(PROBE_ARGUMENTS)[1:-1] in call_text
+    ):
+        objects = Renderer(
+            renderer.tokenizer, RenderSettings(**{**settings.__dict__, "string_arguments": False})
+        )
+        try:
+            objects.text(PROBE_CALL_MESSAGES, PROBE_TOOLS)
+            verbatim = False
+        except Exception:  # neither works: the template has no tool calls; leave them as given
+            pass
+    return RenderSettings(
+        **{**settings.__dict__, "declaration_kind": kind, "string_arguments": verbatim}
+    )

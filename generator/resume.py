@@ -16,6 +16,7 @@ from draftgen.spec import Budget
 
 from .budget import Ledger
 from .records import reject_key_of
+from .samples import TOOL_FALLBACK
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,9 @@ def scan_dataset(
                 continue
             state.done_ids.add(rid)
             state.lengths.append(completion)
-            state.ledger.add(prompt, completion, rec.get("finish_reason", "stop"))
+            state.ledger.add(
+                prompt, completion, rec.get("finish_reason", "stop"), _tool_fallback(rec)
+            )
         state.torn_bytes += size_before - path.stat().st_size
         state.next_shard, state.records_in_shard = index, count
     rejects = layout.rejects_file(directory)
@@ -136,3 +139,10 @@ def scan_dataset(
             state.ledger.add_reject(reason)
         state.torn_bytes += size_before - rejects.stat().st_size
     return state
+
+
+def _tool_fallback(rec: dict) -> bool:
+    """The record's sample had its tools declared in a fallback form (`meta.sample`)."""
+    meta = rec.get("meta")
+    sample = meta.get("sample") if isinstance(meta, dict) else None
+    return isinstance(sample, dict) and bool(sample.get(TOOL_FALLBACK))

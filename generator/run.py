@@ -32,9 +32,9 @@ from .feed import Feed
 from .fleet import Fleet, RunError, Server, ServersDown
 from .lock import OutputLock
 from .metrics import GeneratorMetrics, job_labels
-from .progress import Progress, RateMeter, eta_seconds
+from .progress import Progress, RateMeter, eta_seconds, server_figures
 from .records import generation_record, reject_key, reject_record, write_manifests
-from .samples import Reject, Sample
+from .samples import TOOL_FALLBACK, Reject, Sample
 from .writer import DiskFull
 
 __all__ = ["RunError", "Runner", "SampleSource", "ServersDown", "Settings"]
@@ -57,6 +57,8 @@ class Settings:
     """Serve Prometheus metrics here (None: do not serve)."""
     live_progress: bool | None = None
     """Live terminal display (None: when stderr is a terminal)."""
+    log_format: str = "text"
+    """Progress in the log without a live display: `text` or `json` (one object a line)."""
     health_timeout: float = 1800.0
     """Longest wait for a server's `/health_generate` (at start and after each failure)."""
     metrics_interval: float = 1.0
@@ -79,9 +81,16 @@ class Runner:
     """One `draftgen generate` run."""
 
     def __init__(
-        self, job: GenerationJob, settings: Settings, source: SampleSource, tokenizer: Any = None
+        self,
+        job: GenerationJob,
+        settings: Settings,
+        source: SampleSource,
+        tokenizer: Any = None,
+        preflight: Callable[[list[DatasetSpec]], None] | None = None,
     ) -> None:
         self.job = job
+        self.preflight = preflight
+        """Checks the datasets still to do once resumed, before any server is waited for."""
         self._aborts: set[asyncio.Task] = set()
         self.settings = settings
         self.source = source
@@ -269,14 +278,15 @@ class Runner:
         ds.writer.write_record(record)  # raises DiskFull before anything is counted
         ds.state.done_ids.add(sample.id)
         completion = len(result.output_ids)
-        ds.ledger.add(len(sample.input_ids), completion, result.finish_reason)
+        fallback = bool(sample.info.get(TOOL_FALLBACK))
+        ds.ledger.add(len(sample.input_ids), completion, result.finish_reason, fallback)
         ds.model.observe(completion)
         if latency > 0 and completion > 0:
             self._rates.append(completion / latency)
         self.rate.add(completion)
         self.progress.add_tokens(ds.name, completion)
         self.metrics.record(
-            ds.ledger, result.finish_reason, len(sample.input_ids), completion, latency
+            ds.ledger, result.finish_reason, len(sample.input_ids), completion, latency, fallback
         )
         if ds.ledger.budget_met:
             self._dataset_finished(ds)
@@ -344,13 +354,19 @@ class Runner:
             allow_spec_change=self.settings.allow_spec_change,
         )
         self.progress = Progress(
-            [d.ledger for d in self.datasets], live=self.settings.live_progress
+            [d.ledger for d in self.datasets],
+            live=self.settings.live_progress,
+            log_format=self.settings.log_format,
+            servers=lambda: server_figures(self.servers),
         )
         if self.settings.metrics_port:
             self.metrics.serve(self.settings.metrics_port)
         poller: asyncio.Task | None = None
         try:
             if not all(d.ledger.done for d in self.datasets):
+                if self.preflight is not None:
+                    todo = [d.spec for d in self.datasets if not d.ledger.done]
+                    await asyncio.to_thread(self.preflight, todo)
                 await self.fleet.check()
                 self._start_feeds()
                 poller = asyncio.create_task(self.fleet.poll_load())

@@ -7,6 +7,10 @@ from typing import Any
 
 from draftgen.contract.metrics import RejectReason
 
+TOOL_FALLBACK = "tool_fallback"
+"""The reject reason, and the `meta.sample` key, of a prompt whose tools were declared in a
+fallback form (`render.Rendered.tool_fallback`: why)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Sample:
@@ -28,7 +32,9 @@ class Sample:
     """The prompt exactly as it will be sent."""
 
     info: dict[str, Any] = field(default_factory=dict)
-    """Extra facts for the record's `meta` (e.g. number of tools declared)."""
+    """Extra facts for the record's `meta.sample`: `num_tools`, `prompt_messages`, and when they
+    apply `normalized` (what the format's rules changed, e.g. `glaive_quoted_arguments`) and
+    `tool_fallback` (why the tools were declared in a fallback form)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +46,7 @@ class Reject:
     id: str | None
     reason: str
     """One of `RejectReason` (draftgen/contract/metrics.py): `malformed_json`, `missing_field`,
-    `empty_conversation`, `prompt_too_long`, `request_failed`, ..."""
+    `empty_conversation`, `prompt_too_long`, `tool_fallback`, `request_failed`, ..."""
 
     detail: str = ""
     """What exactly was wrong, for a person."""

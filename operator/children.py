@@ -1,8 +1,8 @@
-"""Writes to a GenerationJob's children: the server's Service and Deployments, the generator's
-ConfigMap and Job. Every write is idempotent (fixed names; a create that meets the object
-returns it), so running one twice, or after an operator restart, changes nothing twice. An object
-of a child's name that the job does not control is never adopted, changed or deleted
-(`ownership`).
+"""Writes to a GenerationJob's children: the model download and preflight Jobs, the server's Service and Deployments (LeaderWorkerSets
+for a multi-node server), the generator's ConfigMap and Job. Every write is idempotent (fixed
+names; a create that meets the object returns it), so running one twice, or after an operator
+restart, changes nothing twice. An object of a child's name that the job does not control is
+never adopted, changed or deleted (`ownership`).
 
 What to write is decided elsewhere (`decisions`); this module only carries it out.
 """
@@ -18,7 +18,9 @@ from draftgen.spec import GenerationJobSpec
 from . import names, ownership
 from .decisions import server_action
 from .kube import Kube
+from .render import first_run as render_first_run
 from .render import generator as render_generator
+from .render import leaderworkerset as render_lws
 from .render import network as render_network
 from .render import server as render_server
 from .settings import OperatorSettings
@@ -71,11 +73,36 @@ class Children:
             kind, namespace, name, propagation=propagation, uid=have["metadata"].get("uid")
         )
 
+    def server_kinds(self) -> tuple[str, ...]:
+        """Kinds a server replica may be: LeaderWorkerSets only when the operator runs them (it
+        then has RBAC for them), and only once their CRD is installed."""
+        if self.settings.leader_worker_set and self.kube.serves(render_lws.KIND):
+            return ("Deployment", render_lws.KIND)
+        return ("Deployment",)
+
+    def leader_worker_set_problem(self) -> str | None:
+        """Why a multi-node server cannot be created here, with the fix; None if it can."""
+        if not self.settings.leader_worker_set:
+            return (
+                "spec.server.nodesPerReplica > 1 needs LeaderWorkerSets, which this operator does "
+                "not run: install LeaderWorkerSet (https://lws.sigs.k8s.io) and set the chart "
+                "value operator.leaderWorkerSet.enabled=true, or set nodesPerReplica: 1"
+            )
+        if not self.kube.serves(render_lws.KIND):
+            return (
+                f"spec.server.nodesPerReplica > 1: the {render_lws.CRD_NAME} CRD is not "
+                "installed: install LeaderWorkerSet (https://lws.sigs.k8s.io/docs/installation/); "
+                "the job starts on the next poll after it is"
+            )
+        return None
+
     def server_deployments(self, job: str, namespace: str, uid: str | None) -> list[dict[str, Any]]:
-        """The job's server Deployments: labelled as its own and controlled by it."""
+        """The job's server replicas (Deployments, LeaderWorkerSets): labelled as its own and
+        controlled by it."""
         return [
-            d
-            for d in self.kube.list("Deployment", namespace, names.selector(job, "server"))
+            {**d, "kind": kind}  # list items of built-in kinds carry no `kind`
+            for kind in self.server_kinds()
+            for d in self.kube.list(kind, namespace, names.selector(job, "server"))
             if ownership.is_owned(d, uid)
         ]
 
@@ -87,23 +114,43 @@ class Children:
         whether a server was created or rolled (its KV capacity must be read again)."""
         uid = ownership.owner_uid(owner)
         # The NetworkPolicy before any server pod: none ever runs reachable by every pod.
-        self.ensure_network_policy(owner, job, namespace)
-        if self._get_owned("Service", namespace, names.service_name(job), uid) is None:
-            self._create(render_server.service(spec, job, namespace), owner)
-        wanted = render_server.deployments(spec, job, namespace, self.settings)
+        self.ensure_network_policy(owner, job, namespace, multi_node=spec.server.multi_node)
+        service = render_server.service(spec, job, namespace)
+        have_service = self._get_owned("Service", namespace, names.service_name(job), uid)
+        if (
+            have_service is not None
+            and (have_service.get("spec") or {}).get("selector") != service["spec"]["selector"]
+        ):
+            # nodesPerReplica changed: leaders only, or every server pod (no `patch` granted).
+            self._delete_owned("Service", namespace, names.service_name(job), uid)
+            have_service = None
+        if have_service is None:
+            self._create(service, owner)
+        kind = render_lws.server_kind(spec)
+        wanted = render_lws.server_objects(spec, job, namespace, self.settings)
         wanted_names = {d["metadata"]["name"] for d in wanted}
         out = []
         changed = False
+        for extra in self.server_deployments(job, namespace, uid):
+            if extra["kind"] != kind:
+                # nodesPerReplica changed across 1: the other kind's replicas go first (their
+                # names are the new ones'; a real API server's delete takes effect at once).
+                self.kube.delete(
+                    extra["kind"],
+                    namespace,
+                    extra["metadata"]["name"],
+                    uid=extra["metadata"].get("uid"),
+                )
         for want in wanted:
             name = want["metadata"]["name"]
-            have = self._get_owned("Deployment", namespace, name, uid)
+            have = self._get_owned(kind, namespace, name, uid)
             action = server_action(want, have)
             if action == "create":
                 have = self._create(want, owner)
                 changed = True
             elif action == "roll":
                 have = self.kube.replace(
-                    "Deployment",
+                    kind,
                     namespace,
                     name,
                     "spec",
@@ -116,23 +163,25 @@ class Children:
                 )
                 changed = True
             elif action == "scale":
-                have = self.kube.patch("Deployment", namespace, name, {"spec": {"replicas": 1}})
+                have = self.kube.patch(kind, namespace, name, {"spec": {"replicas": 1}})
             assert have is not None  # server_action creates what is missing
             out.append(have)
         for extra in self.server_deployments(job, namespace, uid):
-            if extra["metadata"]["name"] not in wanted_names:
+            if extra["kind"] == kind and extra["metadata"]["name"] not in wanted_names:
                 self.kube.delete(
-                    "Deployment",
+                    kind,
                     namespace,
                     extra["metadata"]["name"],
                     uid=extra["metadata"].get("uid"),
                 )
         return out, changed
 
-    def ensure_network_policy(self, owner: dict[str, Any], job: str, namespace: str) -> None:
-        """Only the generator, the operator and monitoring reach the server port; an edited
-        policy is put back."""
-        want = render_network.network_policy(job, namespace, self.settings)
+    def ensure_network_policy(
+        self, owner: dict[str, Any], job: str, namespace: str, *, multi_node: bool = False
+    ) -> None:
+        """Only the generator, the operator and monitoring reach the server port (and a
+        multi-node group's pods each other); an edited policy is put back."""
+        want = render_network.network_policy(job, namespace, self.settings, multi_node=multi_node)
         name = want["metadata"]["name"]
         have = self._get_owned("NetworkPolicy", namespace, name, ownership.owner_uid(owner))
         if have is None:
@@ -144,7 +193,7 @@ class Children:
         for dep in self.server_deployments(job, namespace, uid):
             if int((dep.get("spec") or {}).get("replicas") or 0) != replicas:
                 self.kube.patch(
-                    "Deployment",
+                    dep["kind"],
                     namespace,
                     dep["metadata"]["name"],
                     {"spec": {"replicas": replicas}},
@@ -159,7 +208,7 @@ class Children:
         self._delete_owned("Service", namespace, names.service_name(job), uid)
         for dep in deployments:
             self.kube.delete(
-                "Deployment", namespace, dep["metadata"]["name"], uid=dep["metadata"].get("uid")
+                dep["kind"], namespace, dep["metadata"]["name"], uid=dep["metadata"].get("uid")
             )
         # Last: the server pods never outlive the policy guarding them.
         self._delete_owned("NetworkPolicy", namespace, render_network.policy_name(job), uid)
@@ -191,7 +240,7 @@ class Children:
         namespace: str,
         document: str,
     ) -> None:
-        endpoints = names.server_endpoints(job, namespace, spec.server.replicas, spec.server.port)
+        endpoints = render_lws.endpoints(spec, job, namespace)
         self._create(
             render_generator.job(spec, job, namespace, endpoints, document, self.settings), owner
         )
@@ -214,11 +263,45 @@ class Children:
                 uid=have["metadata"].get("uid"),
             )
 
+    # -- before the server: the model download and the preflight ------------------------------
+    def download_job(self, job: str, namespace: str, uid: str | None) -> dict[str, Any] | None:
+        return self._get_owned("Job", namespace, names.download_name(job), uid)
+
+    def start_download(
+        self, owner: dict[str, Any], spec: GenerationJobSpec, job: str, namespace: str
+    ) -> None:
+        self._create(render_first_run.download_job(spec, job, namespace, self.settings), owner)
+
+    def preflight_job(self, job: str, namespace: str, uid: str | None) -> dict[str, Any] | None:
+        return self._get_owned("Job", namespace, names.preflight_name(job), uid)
+
+    def start_preflight(
+        self,
+        owner: dict[str, Any],
+        spec: GenerationJobSpec,
+        job: str,
+        namespace: str,
+        document: str,
+        generation: int | None,
+    ) -> None:
+        self._create(
+            render_first_run.preflight_job(
+                spec, job, namespace, document, generation, self.settings
+            ),
+            owner,
+        )
+
+    def stop_job(self, name: str, namespace: str, uid: str | None) -> None:
+        """Delete one of the job's batch Jobs (Foreground: gone once its pod is)."""
+        self._delete_owned("Job", namespace, name, uid, propagation="Foreground")
+
     # -- everything --------------------------------------------------------------------------
     def delete_all(self, job: str, namespace: str, uid: str | None) -> None:
         """Everything the job created and still controls (owner references let a real
         cluster's GC do the same); objects of the same names it does not control stay."""
         self._delete_owned("Job", namespace, names.generator_name(job), uid)
+        self._delete_owned("Job", namespace, names.preflight_name(job), uid)
+        self._delete_owned("Job", namespace, names.download_name(job), uid)
         self._delete_owned("ConfigMap", namespace, names.generator_name(job), uid)
         self._delete_owned("Service", namespace, names.service_name(job), uid)
         self.delete_server(job, namespace, uid)

@@ -8,9 +8,11 @@ the writes to `children`. Every phase change goes through `phases.enter`.
 from __future__ import annotations
 
 import datetime
+import json
 from typing import Any, Literal
 
 from draftgen.spec import GenerationJobStatus
+from draftgen.spec.status import ModelDownloadStatus, PreflightStatus
 
 from . import names, observe
 from .conditions import get_condition, parse_time, set_condition
@@ -56,6 +58,16 @@ def was_not_owned(status: GenerationJobStatus) -> bool:
     """Failed only because a foreign object held a child's name (tried again every poll)."""
     failed = get_condition(status.conditions, "Failed")
     return status.phase == "Failed" and failed is not None and failed.reason == NOT_OWNED_REASON
+
+
+LWS_MISSING_REASON = "LeaderWorkerSetMissing"
+
+
+def was_refused_for_lws(status: GenerationJobStatus) -> bool:
+    """Failed only because LeaderWorkerSet was missing for a multi-node server (tried again
+    every poll: installing it starts the job)."""
+    failed = get_condition(status.conditions, "Failed")
+    return status.phase == "Failed" and failed is not None and failed.reason == LWS_MISSING_REASON
 
 
 def was_rejected(status: GenerationJobStatus) -> bool:
@@ -164,7 +176,7 @@ def mark_suspended(status: GenerationJobStatus, gen: int | None, now: str) -> No
 
 
 SERVER_FAILURE_REASONS = frozenset(
-    {"ServerOutOfHostMemory", "ServerOutOfGPUMemory", "ServerCrashLoop"}
+    {"ServerOutOfHostMemory", "ServerOutOfGPUMemory", "ServerCrashLoop", LWS_MISSING_REASON}
 )
 """ServerReady reasons that say why the job failed (observe.server_health): kept when the
 server is then scaled down, since they are still why it is not ready."""
@@ -285,4 +297,159 @@ def generator_failure_message(backoff_limit: int, detail: str, more: str) -> str
         f"{detail or 'BackoffLimitExceeded'}"
         + (f"; {more}" if more else "")
         + "; output so far is kept: fix the cause and edit the spec to resume"
+    )
+
+
+# -- before the GPUs: the model download and the preflight ------------------------------------
+FirstRunAction = Literal["start", "wait_for_stop", "restart", "observe"]
+
+
+def first_run_applies(server_deployments: list[dict[str, Any]], generator: Any) -> bool:
+    """The download and the preflight gate the first server only: once a server or a generator
+    exists (running, suspended, restarting) the job is past them."""
+    return not server_deployments and generator is None
+
+
+def download_action(have: dict[str, Any] | None, revision_key: str) -> FirstRunAction:
+    """What the model download Job needs: started, or restarted for another revision."""
+    if have is None:
+        return "start"
+    if have["metadata"].get("deletionTimestamp"):
+        return "wait_for_stop"
+    if _annotation(have, names.REVISION_ANNOTATION) != revision_key:
+        return "restart"
+    return "observe"
+
+
+def preflight_action(have: dict[str, Any] | None, digest: str, gen: int | None) -> FirstRunAction:
+    """What the preflight Job needs: started, restarted for another job document, or (failed)
+    run again after any spec edit, since the data may have been fixed meanwhile."""
+    if have is None:
+        return "start"
+    if have["metadata"].get("deletionTimestamp"):
+        return "wait_for_stop"
+    if not ran_this_document(have, digest):
+        return "restart"
+    failed = observe.job_outcome(have)[0] == "failed"
+    if failed and _annotation(have, names.GENERATION_ANNOTATION) != str(gen or 0):
+        return "restart"
+    return "observe"
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.1f}GB" if n >= 1e8 else f"{n / 1e6:.1f}MB"
+
+
+def download_progress_text(done: int | None, total: int | None) -> str:
+    """`41% of 595.0GB` (the printer column), `12.3GB` without a total yet, '' with nothing."""
+    if done is None:
+        return ""
+    if not total:
+        return _size(done)
+    return f"{min(100, 100 * done // total)}% of {_size(total)}"
+
+
+def mark_downloading(
+    status: GenerationJobStatus,
+    model: ModelDownloadStatus,
+    gen: int | None,
+    now: str,
+    message: str | None = None,
+) -> None:
+    enter(status, Event.DOWNLOADING_MODEL)
+    model.progress = download_progress_text(model.bytes_done, model.bytes_total) or model.progress
+    status.model = model
+    status.message = message or (
+        f"downloading {model.repo}@{model.revision or 'main'} into {model.path}"
+        + (f": {model.progress}" if model.progress else "")
+        + "; the server is created once it is complete"
+    )
+    set_condition(status.conditions, "ModelReady", False, "Downloading", status.message, gen, now)
+
+
+def download_commit(message: str) -> str | None:
+    """The commit the download Job reported in its termination message (`{"commit": ...}`)."""
+    try:
+        commit = json.loads(message).get("commit")
+    except (ValueError, AttributeError):
+        return None
+    return commit if isinstance(commit, str) else None
+
+
+def mark_downloaded(
+    status: GenerationJobStatus, model: ModelDownloadStatus, gen: int | None, now: str
+) -> None:
+    model.progress = "done"
+    if model.bytes_total is not None:
+        model.bytes_done = model.bytes_total
+    status.model = model
+    set_condition(
+        status.conditions,
+        "ModelReady",
+        True,
+        "Downloaded",
+        f"{model.repo} at commit {model.commit or 'unknown'} is in {model.path}",
+        gen,
+        now,
+    )
+
+
+def download_failure_message(model: ModelDownloadStatus, detail: str, pod_message: str) -> str:
+    return (
+        f"model download of {model.repo}@{model.revision or 'main'} failed: "
+        f"{pod_message[-600:] or detail or 'BackoffLimitExceeded'}; check model.weights, "
+        "model.revision and model.hfTokenSecret (a gated repository needs a token that accepted "
+        "its terms); what is on the volume is kept and the next try fetches only what is missing"
+    )
+
+
+def preflight_report(message: str) -> PreflightStatus | None:
+    """The preflight Job's report from its termination message, None if it is not one (a
+    crash's log lines)."""
+    try:
+        return PreflightStatus.model_validate_json(message)
+    except ValueError:
+        return None
+
+
+def mark_preflight_running(status: GenerationJobStatus, gen: int | None, now: str) -> None:
+    enter(status, Event.PREFLIGHT_RUNNING)
+    status.message = (
+        "preflight: reading each dataset's first rows and checking the tokenizer; the server is "
+        "created once they pass"
+    )
+    set_condition(status.conditions, "InputsValid", False, "Checking", status.message, gen, now)
+
+
+def mark_preflight_passed(
+    status: GenerationJobStatus, report: PreflightStatus | None, gen: int | None, now: str
+) -> None:
+    status.preflight = report
+    set_condition(
+        status.conditions,
+        "InputsValid",
+        True,
+        "PreflightPassed",
+        f"{len(report.datasets) if report else 'all'} datasets read, tokenizer checked",
+        gen,
+        now,
+    )
+
+
+def preflight_failure_message(report: PreflightStatus | None, pod_message: str) -> str:
+    """The problems the preflight named (each with its fix), or the crash it had."""
+    if report is not None:
+        problems = ([] if report.tokenizer_passed else [report.tokenizer]) + [
+            d.problem for d in report.datasets if d.problem
+        ]
+        if problems:
+            return (
+                "preflight failed, no server was created: "
+                + "; ".join(problems)
+                + "; after fixing, edit the spec (any field) to run the preflight again"
+            )
+    return (
+        "preflight failed, no server was created: "
+        + (pod_message[-600:] or "the preflight pod did not report")
+        + "; after fixing, edit the spec (any field) to run the preflight again"
     )

@@ -43,6 +43,8 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "Secret": ("/api/v1", "secrets"),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "GenerationJob": ("/apis/draftgen.io/v1alpha1", "generationjobs"),
+    # Multi-node servers (operator/render/leaderworkerset.py), when the chart enables them.
+    "LeaderWorkerSet": ("/apis/leaderworkerset.x-k8s.io/v1", "leaderworkersets"),
 }
 
 
@@ -75,8 +77,9 @@ class Kube:
         self._http = httpx.Client(base_url=host.rstrip("/"), verify=verify, timeout=timeout)
 
     @classmethod
-    def from_environment(cls) -> Kube:
-        """In-cluster credentials, else `$KUBECONFIG` (or ~/.kube/config), read now."""
+    def from_environment(cls, **options: Any) -> Kube:
+        """In-cluster credentials, else `$KUBECONFIG` (or ~/.kube/config), read now; `options`
+        as the constructor takes them (`attempts`, `timeout`)."""
         from kubernetes import client, config
 
         cfg = client.Configuration()
@@ -96,7 +99,7 @@ class Kube:
                 return None
             return value if value.lower().startswith("bearer ") else f"Bearer {value}"
 
-        return cls(cfg.host, token_fn=token, verify=_tls_context(cfg))
+        return cls(cfg.host, token_fn=token, verify=_tls_context(cfg), **options)
 
     def close(self) -> None:
         self._http.close()
@@ -110,8 +113,9 @@ class Kube:
         json: Any = None,
         params: dict | None = None,
         content_type: str | None = None,
+        text: bool = False,
     ) -> Any:
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": "*/*" if text else "application/json", "User-Agent": USER_AGENT}
         if content_type:
             headers["Content-Type"] = content_type
         if self._token_fn is not None and (token := self._token_fn()):
@@ -124,6 +128,8 @@ class Kube:
                 error = KubeError(0, f"{method} {url}: {err}")
             else:
                 if rsp.status_code < 400:
+                    if text:
+                        return rsp.text
                     return rsp.json() if rsp.content else {}
                 try:
                     message = rsp.json().get("message") or rsp.text
@@ -146,6 +152,22 @@ class Kube:
             if err.status == 404:
                 return None
             raise
+
+    def serves(self, kind: str) -> bool:
+        """Whether the API server serves this kind (its CRD is installed): API discovery, which
+        every authenticated client may read (no RBAC on CRDs needed)."""
+        prefix, plural = RESOURCES[kind]
+        try:
+            found = self._request("GET", prefix)
+        except KubeError as err:
+            if err.status == 404:
+                return False
+            raise
+        return any(r.get("name") == plural for r in found.get("resources") or [])
+
+    def get_text(self, url: str) -> str:
+        """A plain-text GET, e.g. a pod's `/metrics` through the API server's pod proxy."""
+        return self._request("GET", url, text=True)
 
     def list(self, kind: str, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
         """Objects whose labels match (filtered here too: not every API server filters)."""

@@ -20,8 +20,20 @@ it, and the generator is restarted; the server is not)."""
 SERVER_HASH_ANNOTATION = "draftgen.io/server-hash"
 """On server Deployments: hash of the rendered pod template (only server changes roll it)."""
 
+GENERATION_ANNOTATION = "draftgen.io/generation"
+"""On the preflight Job: the GenerationJob's generation it checked (a failed preflight runs
+again after any spec edit: the data may have been fixed meanwhile)."""
+
+REVISION_ANNOTATION = "draftgen.io/model-revision"
+"""On the model download Job: the repository and revision it fetches (a new one restarts it)."""
+
+ROLE_LABEL = "draftgen.io/role"
+"""On the pods of a multi-node server: `leader` (node rank 0, serves HTTP) or `worker`."""
+
 SERVER_CONTAINER = "sglang"
 GENERATOR_CONTAINER = "generator"
+DOWNLOAD_CONTAINER = "download"
+PREFLIGHT_CONTAINER = "preflight"
 JOB_FILE_DIR = "/etc/draftgen"
 JOB_FILE = f"{JOB_FILE_DIR}/job.yaml"
 
@@ -39,6 +51,16 @@ def service_name(job: str) -> str:
 def generator_name(job: str) -> str:
     """The generator Job and its ConfigMap."""
     return f"{job}-generator"
+
+
+def download_name(job: str) -> str:
+    """The model download Job (hf:// weights onto the models volume)."""
+    return f"{job}-model-download"
+
+
+def preflight_name(job: str) -> str:
+    """The preflight Job (inputs and tokenizer checked before any server)."""
+    return f"{job}-preflight"
 
 
 def labels(job: str, component: str, **extra: str) -> dict[str, str]:
@@ -62,3 +84,12 @@ def server_endpoints(job: str, namespace: str, replicas: int, port: int) -> list
     """Per-pod URLs the generator balances over: `<job>-server-<n>.<job>-server.<ns>.svc`."""
     svc = service_name(job)
     return [f"http://{server_name(job, i)}.{svc}.{namespace}.svc:{port}" for i in range(replicas)]
+
+
+def leader_endpoints(job: str, namespace: str, replicas: int, port: int) -> list[str]:
+    """Per-replica URLs of a multi-node server: each LeaderWorkerSet `<job>-server-<n>` names
+    its leader pod `<job>-server-<n>-0` in its own headless Service `<job>-server-<n>`."""
+    return [
+        f"http://{server_name(job, i)}-0.{server_name(job, i)}.{namespace}.svc:{port}"
+        for i in range(replicas)
+    ]

@@ -178,6 +178,21 @@ def generator_failure_detail(pods: list[dict[str, Any]]) -> str:
     return f"pod {pod_name} exited with code {term.get('exitCode')}: {message}".strip(": ")
 
 
+def termination_message(pods: list[dict[str, Any]], container: str) -> tuple[int | None, str]:
+    """(exit code, termination message) of the container that ended last in `pods`
+    ((None, "") while none ended): how the download and preflight Jobs report."""
+    ended = []
+    for pod in pods:
+        term = ((_container(pod, container) or {}).get("state") or {}).get("terminated") or {}
+        if term:
+            ended.append((term.get("finishedAt") or "", pod["metadata"]["name"], term))
+    if not ended:
+        return None, ""
+    term = sorted(ended)[-1][2]
+    code = term.get("exitCode")
+    return (int(code) if code is not None else None), (term.get("message") or "").strip()
+
+
 def running_pod_ips(pods: list[dict[str, Any]]) -> list[str]:
     """Addresses of running pods (for the generator's metrics and the server's info)."""
     out = []

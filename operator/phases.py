@@ -14,7 +14,14 @@ from draftgen.spec import GenerationJobStatus
 from draftgen.spec.status import Phase
 
 TERMINAL: tuple[Phase, ...] = ("Succeeded", "Failed")
-ACTIVE: tuple[Phase, ...] = ("Pending", "StartingServer", "Generating", "Suspended")
+ACTIVE: tuple[Phase, ...] = (
+    "Pending",
+    "DownloadingModel",
+    "Preflight",
+    "StartingServer",
+    "Generating",
+    "Suspended",
+)
 """Phases of a job that has not ended (the reconcile moves terminal ones back to Pending
 before it acts on a changed spec)."""
 
@@ -26,6 +33,10 @@ class Event(enum.Enum):
     SPEC_FIXED = "a rejected spec validates again"
     SPEC_CHANGED_AFTER_END = "the spec changed after the job ended: run again"
     SUSPENDED = "spec.suspend is true"
+    DOWNLOADING_MODEL = "the model download Job is fetching hf:// weights onto the volume"
+    DOWNLOAD_FAILED = "the model download Job ran out of retries or was refused"
+    PREFLIGHT_RUNNING = "the preflight Job is checking the inputs and the tokenizer"
+    PREFLIGHT_FAILED = "the preflight found a dataset or the tokenizer unusable"
     SERVER_STARTING = "server replicas not ready yet, no generator"
     SERVER_FAILED = "the server will not come up by itself"
     GENERATOR_RUNNING = "the generator was started, is restarting or is running"
@@ -33,6 +44,8 @@ class Event(enum.Enum):
     GENERATOR_FAILED = "the generator Job ran out of retries"
     CHILD_NOT_OWNED = "an object of a child's name exists and is not controlled by the job"
     OWNERSHIP_RETRY = "a job failed on a foreign object: try again (it may be gone)"
+    SERVER_UNSUPPORTED = "the cluster lacks what the server needs (LeaderWorkerSet)"
+    SERVER_SUPPORT_RETRY = "a job refused for a missing LeaderWorkerSet: try again (installed?)"
 
 
 class UndeclaredTransition(RuntimeError):
@@ -49,6 +62,9 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     ("Pending", Event.SPEC_REJECTED): "Failed",
     ("StartingServer", Event.SPEC_REJECTED): "StartingServer",
     ("Generating", Event.SPEC_REJECTED): "Generating",
+    # Before any server exists a rejected edit has nothing running to protect.
+    ("DownloadingModel", Event.SPEC_REJECTED): "Failed",
+    ("Preflight", Event.SPEC_REJECTED): "Failed",
     ("Suspended", Event.SPEC_REJECTED): "Suspended",
     ("Succeeded", Event.SPEC_REJECTED): "Failed",
     ("Failed", Event.SPEC_REJECTED): "Failed",
@@ -58,6 +74,12 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     # A job that has not ended: whatever the children say, from any active phase (a resumed job
     # is still Suspended, a restarted generator's job may need its server again).
     **{(phase, Event.SUSPENDED): "Suspended" for phase in ACTIVE},
+    # Weights first, then the inputs, then the GPUs: each step is re-entered from wherever a
+    # job stands before its server exists (a spec edit, a resumed suspension).
+    **{(phase, Event.DOWNLOADING_MODEL): "DownloadingModel" for phase in ACTIVE},
+    **{(phase, Event.DOWNLOAD_FAILED): "Failed" for phase in ACTIVE},
+    **{(phase, Event.PREFLIGHT_RUNNING): "Preflight" for phase in ACTIVE},
+    **{(phase, Event.PREFLIGHT_FAILED): "Failed" for phase in ACTIVE},
     **{(phase, Event.SERVER_STARTING): "StartingServer" for phase in ACTIVE},
     **{(phase, Event.SERVER_FAILED): "Failed" for phase in ACTIVE},
     **{(phase, Event.GENERATOR_RUNNING): "Generating" for phase in ACTIVE},
@@ -67,6 +89,9 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     # (reading an ended job's generator Job too); retried on every poll.
     **{(phase, Event.CHILD_NOT_OWNED): "Failed" for phase in (*ACTIVE, *TERMINAL)},
     ("Failed", Event.OWNERSHIP_RETRY): "Pending",
+    # A multi-node job where LeaderWorkerSet is not installed: refused, retried on every poll.
+    **{(phase, Event.SERVER_UNSUPPORTED): "Failed" for phase in ACTIVE},
+    ("Failed", Event.SERVER_SUPPORT_RETRY): "Pending",
 }
 
 

@@ -127,6 +127,31 @@ def scrape(host: str, port: int, timeout: float) -> GeneratorProgress | None:
     return parse_metrics(rsp.text)
 
 
+def parse_download(text: str) -> tuple[int, int | None] | None:
+    """(bytes done, bytes total or None) from the model download Job's page (contract
+    `download_cli`), None when the page has neither."""
+    from draftgen.contract import download_cli
+
+    done = total = None
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == download_cli.BYTES_DONE.name:
+                done = int(s.value)
+            elif s.name == download_cli.BYTES_TOTAL.name and s.value > 0:
+                total = int(s.value)
+    return None if done is None else (done, total)
+
+
+def download_progress(host: str, port: int, timeout: float) -> tuple[int, int | None] | None:
+    """The model download's bytes done/total, or None when its page does not answer (yet)."""
+    try:
+        rsp = _http().get(f"http://{_host(host)}:{port}/metrics", timeout=timeout)
+        rsp.raise_for_status()
+    except httpx.HTTPError:
+        return None
+    return parse_download(rsp.text)
+
+
 def server_kv_capacity(host: str, port: int, timeout: float) -> int | None:
     """`max_total_num_tokens` from SGLang's `/get_server_info` (the KV pool in tokens)."""
     try:

@@ -14,7 +14,10 @@ all namespaces, chosen namespaces (`watchNamespaces`), the admission webhook on.
   so neither namespaces nor CRDs are read;
 - `WEBHOOK_RULES` (cluster-scoped) when the admission webhook is on;
 - `SECRET_LABEL_RULES` (namespaced) when the policy marks usable Secrets by a label
-  (`policy.secretLabel`, operator/policy.py).
+  (`policy.secretLabel`, operator/policy.py);
+- `LEADER_WORKER_SET_RULES` (namespaced) when multi-node servers are on
+  (`operator.leaderWorkerSet.enabled`): a LeaderWorkerSet per replica. Whether its CRD is
+  installed is read from API discovery, which needs no rule.
 
 Deliberately not granted: `update` (kopf and the operator patch), `get` on the peerings (kopf
 lists and watches them), the legacy `zalando.org` peering group (kopf uses whichever peering
@@ -90,6 +93,16 @@ SECRET_LABEL_RULES: list[Rule] = [
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
 ]
 
+LEADER_WORKER_SET_RULES: list[Rule] = [
+    # Multi-node servers: a LeaderWorkerSet per replica, created, scaled, rolled, torn down
+    # like the single-node Deployments (their pods are listed by the pods rule).
+    {
+        "apiGroups": ["leaderworkerset.x-k8s.io"],
+        "resources": ["leaderworkersets"],
+        "verbs": ["get", "list", "create", "patch", "delete"],
+    },
+]
+
 WEBHOOK_CONFIGURATION = "draftgen.io"
 """Name of the webhook configurations kopf manages (`settings.admission.managed`)."""
 
@@ -115,21 +128,30 @@ def cluster_rules(*, all_namespaces: bool, webhook: bool) -> list[Rule]:
     return (ALL_NAMESPACES_RULES if all_namespaces else []) + (WEBHOOK_RULES if webhook else [])
 
 
-def namespaced_rules(*, all_namespaces: bool, secret_label: bool = False) -> list[Rule]:
+def namespaced_rules(
+    *, all_namespaces: bool, secret_label: bool = False, leader_worker_set: bool = False
+) -> list[Rule]:
     """Namespaced rules (the chart's `<fullname>-operator` ClusterRole)."""
     return (
         NAMESPACED_RULES
         + ([] if all_namespaces else WATCHED_NAMESPACES_RULES)
         + (SECRET_LABEL_RULES if secret_label else [])
+        + (LEADER_WORKER_SET_RULES if leader_worker_set else [])
     )
 
 
 def rules(
-    *, all_namespaces: bool = True, webhook: bool = False, secret_label: bool = False
+    *,
+    all_namespaces: bool = True,
+    webhook: bool = False,
+    secret_label: bool = False,
+    leader_worker_set: bool = False,
 ) -> list[Rule]:
     """Every rule the operator needs in this mode."""
     return cluster_rules(all_namespaces=all_namespaces, webhook=webhook) + namespaced_rules(
-        all_namespaces=all_namespaces, secret_label=secret_label
+        all_namespaces=all_namespaces,
+        secret_label=secret_label,
+        leader_worker_set=leader_worker_set,
     )
 
 

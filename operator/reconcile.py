@@ -4,8 +4,9 @@ Every handler (create, update, resume, the timer) calls `reconcile`; it decides 
 in the API now, creates by fixed names (a 409 means "already there"), so running it twice, or
 after an operator restart, creates nothing twice.
 
-Lifecycle: Pending → StartingServer (Service + a Deployment per replica, until every replica is
-ready) → Generating (ConfigMap with the job document + generator Job) → Succeeded (server torn
+Lifecycle: Pending → DownloadingModel (hf:// weights onto the models volume) → Preflight (the
+inputs and tokenizer checked by a CPU Job; both in `first_run`) → StartingServer (Service + a Deployment per replica, a LeaderWorkerSet per
+replica for a multi-node server, until every replica is ready) → Generating (ConfigMap with the job document + generator Job) → Succeeded (server torn
 down when `shutdownServerAfterCompletion`) or Failed (spec rejected, server crash loop, generator
 out of retries). `suspend: true` → Suspended (generator Job deleted, server scaled to 0); false
 resumes. A spec edit changes the job document: the generator is restarted with it (it resumes
@@ -26,6 +27,7 @@ from draftgen.spec import GenerationJobSpec, GenerationJobStatus, ServerStatus
 from . import decisions, names, observe, progress
 from .children import Adopt, Children
 from .conditions import drop_condition, now_rfc3339, set_condition
+from .first_run import FirstRun
 from .kube import Kube
 from .ownership import NotOwned
 from .phases import TERMINAL, Event, enter
@@ -94,6 +96,7 @@ class Reconciler:
         self.kube = kube
         self.settings = settings
         self.children = Children(kube, settings, adopt)
+        self.first_run = FirstRun(kube, settings, self.children)
 
     def delete_children(self, name: str, namespace: str, uid: str | None) -> None:
         """Everything the job created and controls (owner references let a real cluster's GC
@@ -135,6 +138,11 @@ class Reconciler:
         if decisions.was_not_owned(status):
             # Try again: the foreign object may be gone (if not, the same refusal stands).
             enter(status, Event.OWNERSHIP_RETRY)
+            drop_condition(status.conditions, "Failed")
+        elif decisions.was_refused_for_lws(status):
+            # Try again: LeaderWorkerSet may be installed now (if not, the same refusal stands).
+            enter(status, Event.SERVER_SUPPORT_RETRY)
+            status.completion_time = None
             drop_condition(status.conditions, "Failed")
         elif decisions.finished_at_generation(status, gen) or self._succeeded_with_this_document(
             ref, status, gen, now
@@ -232,6 +240,23 @@ class Reconciler:
             # server back (a restart, or a lost status write, after the teardown must not
             # re-create or re-scale the GPU server).
             return self._generator_ended(ref, spec, status, job, now)
+        if spec.server.multi_node and (lws := self.children.leader_worker_set_problem()):
+            set_condition(
+                status.conditions, "ServerReady", False, decisions.LWS_MISSING_REASON, lws, gen, now
+            )
+            return self._fail(
+                ref, spec, status, Event.SERVER_UNSUPPORTED, decisions.LWS_MISSING_REASON, lws, now
+            )
+        if decisions.first_run_applies(
+            self.children.server_deployments(ref.name, ref.namespace, ref.uid), job
+        ):
+            # Weights on the volume and inputs checked before the GPUs are booked.
+            gate = self.first_run.gate(ref.body, spec, status, document, digest, now)
+            if gate is not None and gate.fail is not None:
+                event, reason, message = gate.fail
+                return self._fail(ref, spec, status, event, reason, message, now)
+            if gate is not None:
+                return Outcome(status_to_wire(status))
         deployments, changed = self.children.ensure_server(ref.body, spec, ref.name, ref.namespace)
         server_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "server"))
         health = observe.server_health(server_pods, self.settings.crash_loop_restarts)
@@ -321,7 +346,13 @@ class Reconciler:
     def _read_kv_capacity(
         self, spec: GenerationJobSpec, server_pods: list[dict[str, Any]]
     ) -> int | None:
-        for ip in observe.running_pod_ips(server_pods):
+        # A multi-node group's workers serve no HTTP: ask its leaders only.
+        leaders = [
+            p
+            for p in server_pods
+            if ((p.get("metadata") or {}).get("labels") or {}).get(names.ROLE_LABEL) != "worker"
+        ]
+        for ip in observe.running_pod_ips(leaders):
             kv = progress.server_kv_capacity(
                 ip, spec.server.port, self.settings.http_timeout_seconds
             )

@@ -39,6 +39,12 @@ class OperatorSettings:
     server_mem_fraction_static: float | None = None
     """`spec.server.memFractionStatic` for jobs that leave it unset (None: the spec's default)."""
 
+    leader_worker_set: bool = False
+    """Run multi-node jobs (`spec.server.nodesPerReplica` > 1) as LeaderWorkerSets; needs the
+    LeaderWorkerSet controller installed and RBAC for `leaderworkersets` (chart value
+    `operator.leaderWorkerSet.enabled` sets both this and the RBAC). Off: such jobs are
+    refused with the reason, and no LeaderWorkerSet is ever read."""
+
     namespaces: tuple[str, ...] = ()
     """Namespaces to watch; empty means all namespaces (cluster-wide)."""
 
@@ -73,6 +79,10 @@ class OperatorSettings:
     """Threads running reconciles at once. They mostly wait on the Kubernetes API and on pods
     (a scrape that hangs holds one for `http_timeout_seconds`), so far more than CPUs: with
     kopf's default (CPUs + 4) a few unreachable pods would delay every other job's reconcile."""
+
+    preflight: bool = True
+    """Run the preflight Job (every dataset's first rows through the parsers and the tokenizer)
+    before creating a job's server; off, the server is created at once (docs/operator.md)."""
 
     crash_loop_restarts: int = 3
     """Server container restarts after which the job fails with the crash reason instead of
@@ -187,6 +197,8 @@ def effective_spec(spec: dict[str, Any], settings: OperatorSettings) -> dict[str
     server = dict(out.get("server") or {})
     for key, attr in _SERVER_DEFAULTS.items():
         value = getattr(settings, attr)
+        if key == "gpusPerReplica" and (server.get("nodesPerReplica") or 1) != 1:
+            continue  # a multi-node replica's pods take gpusPerNode (spec.server)
         if key not in server and value is not None:
             server[key] = value
     out["server"] = server

@@ -45,6 +45,13 @@ def cluster_problems(spec: GenerationJobSpec) -> list[str]:
             f"spec.model.volume: required for the local weights path {spec.model.weights!r}; "
             "give the claim holding the weights, or use hf://ORG/NAME weights"
         )
+    if spec.model.volume is None and is_hub(spec.model.weights):
+        problems.append(
+            f"spec.model.volume: required for the hub weights {spec.model.weights!r} in a "
+            "cluster; the operator downloads them into this PersistentVolumeClaim first (a "
+            "1T-parameter model is about 600 GB, more than a pod's disk): set "
+            "model.volume: {claimName: <a claim of that size>, mountPath: /models}"
+        )
     return problems
 
 

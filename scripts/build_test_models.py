@@ -15,8 +15,11 @@ Builds, deterministically (fixed seeds, no network):
                    ``trust_remote_code``: ``tokenization_tinykimi.py`` (scripts/test_models/) wraps a
                    tiktoken BPE file (``tiktoken.model``, built here: base64 token + rank per line)
                    with Kimi's special ids, and hands the chat template a TypeScript-like tool
-                   declaration it computes (``tools_ts_str``), as Kimi-K2.5's tokenizer does.
-                   Needs tiktoken only to load, not to build.
+                   declaration it computes (``tools_ts_str``), as Kimi-K2.5's tokenizer does,
+                   printing "Failed to convert tools to TypeScript style" and leaving the template
+                   to declare them as JSON when a schema is beyond its converter. Its template
+                   reads ``reasoning`` before ``reasoning_content``, prints string arguments
+                   verbatim and names a turn by its ``name``. Needs tiktoken only to load.
 * ``tiny-chatml/`` small byte-level BPE (256 bytes + merges) with ChatML specials, a Qwen3-style
                    template (``<tools>`` JSON, ``enable_thinking`` kwarg) and a tiny
                    Qwen2ForCausalLM whose EOS is ``<|im_end|>``.
@@ -26,8 +29,9 @@ a constant channel of the residual stream, so at temperature 1 EOS is sampled wi
 probability of a few percent that varies with the context (a heavy-ish tailed spread of
 completion lengths), while greedy decoding is deterministic.
 
-Idempotent: each model directory holds ``.recipe`` with a hash of this file and the library
-versions; when it matches, the model is left alone (a run then takes well under a second).
+Idempotent: each model directory holds ``.recipe`` with a hash of this file's shared part, the
+model's own ``# <recipe NAME>`` section and files, and the library versions; when it matches, the
+model is left alone (a run then takes well under a second).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -428,13 +433,24 @@ COMMON = {
 TEST_MODEL_SOURCES = Path(__file__).resolve().parent / "test_models"
 
 
+# Lines between `# <recipe NAME>` and `# </recipe NAME>` belong to one model: a change there, or
+# in that model's files under scripts/test_models/ (RECIPE_SOURCES), rebuilds that model alone.
+# Everything else in this file is shared and rebuilds every model.
+RECIPE_SOURCES = {"tiny-kimi-tiktoken": ("tokenization_tinykimi.py",)}
+_SECTION = re.compile(r"^# <recipe ([\w-]+)>\n.*?^# </recipe \1>\n", re.DOTALL | re.MULTILINE)
+
+
 def recipe_hash(name: str) -> str:
     from importlib.metadata import version
 
+    text = Path(__file__).read_text(encoding="utf-8")
     h = hashlib.sha256()
-    h.update(Path(__file__).read_bytes())
-    for src in sorted(TEST_MODEL_SOURCES.glob("*.py")):
-        h.update(src.read_bytes())
+    h.update(_SECTION.sub("", text).encode())
+    for section in _SECTION.finditer(text):
+        if section.group(1) == name:
+            h.update(section.group(0).encode())
+    for src in RECIPE_SOURCES.get(name, ()):
+        h.update((TEST_MODEL_SOURCES / src).read_bytes())
     libs = "|".join(f"{m}={version(m)}" for m in ("torch", "transformers", "tokenizers"))
     h.update(f"{name}|{RECIPE_VERSION}|{libs}".encode())
     return h.hexdigest()
@@ -684,17 +700,60 @@ def build_chatml(out_dir: Path) -> None:
     build_model(out_dir, "tiny-chatml", eos_id=eos_id, bos_id=None)
 
 
-# Kimi-K2.5's way: the tokenizer class computes the tool declaration (`tools_ts_str`); the template
-# only places it (and falls back to JSON, which a test would notice, when it is missing).
+# <recipe tiny-kimi-tiktoken>
+# Kimi-K2.5's way: the tokenizer class computes the tool declaration (`tools_ts_str`, in Python);
+# when its converter fails it prints "Failed to convert tools to TypeScript style" and the template
+# declares the tools as compact JSON instead. Like K2.5's template: every turn's header carries the
+# message's `name` if it has one (so a named tool result shows its function's name, not `tool`),
+# an assistant turn's reasoning is `reasoning`, else `reasoning_content`, and a string argument is
+# printed verbatim (an object through `tojson`).
 TIKTOKEN_KIMI_TEMPLATE = (
-    KIMI_TEMPLATE[
-        KIMI_TEMPLATE.index("{%- macro render_content") : KIMI_TEMPLATE.index("{%- if tools -%}")
-    ]
-    + "{%- if tools -%}\n<|im_system|>tool_declare<|im_middle|>"
-    + "{%- if tools_ts_str -%}{{ tools_ts_str }}{%- else -%}{{ tools | tojson }}{%- endif -%}"
-    + "<|im_end|>\n{%- endif -%}\n"
-    + KIMI_TEMPLATE[KIMI_TEMPLATE.index("{%- if messages | length == 0") :]
-)
+    RENDER_CONTENT
+    + r"""{%- macro role_header(m) -%}
+{%- set role_name = m.name if m.name is defined and m.name else m.role -%}
+{%- if m.role == 'user' -%}<|im_user|>{{ role_name }}<|im_middle|>
+{%- elif m.role == 'assistant' -%}<|im_assistant|>{{ role_name }}<|im_middle|>
+{%- else -%}<|im_system|>{{ role_name }}<|im_middle|>
+{%- endif -%}
+{%- endmacro -%}
+{%- if tools -%}
+<|im_system|>tool_declare<|im_middle|>
+{%- if tools_ts_str -%}{{ tools_ts_str }}{%- else -%}{{ tools | tojson(separators=(',', ':')) }}{%- endif -%}
+<|im_end|>
+{%- endif -%}
+{%- if messages | length == 0 or messages[0].role != 'system' -%}
+<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by Moonshot AI.<|im_end|>
+{%- endif -%}
+{%- for message in messages -%}
+{{ role_header(message) }}
+{%- if message.role == 'assistant' -%}
+{%- if message.reasoning is defined and message.reasoning is not none -%}{%- set rc = message.reasoning -%}
+{%- elif message.reasoning_content is defined and message.reasoning_content is not none -%}{%- set rc = message.reasoning_content -%}
+{%- else -%}{%- set rc = '' -%}{%- endif -%}
+<think>{{ rc }}</think>{{ render_content(message.content) }}
+{%- if message.tool_calls is defined and message.tool_calls -%}
+<|tool_calls_section_begin|>
+{%- for tc in message.tool_calls -%}
+<|tool_call_begin|>{{ tc.id }}<|tool_call_argument_begin|>
+{%- if tc.function.arguments is string -%}{{ tc.function.arguments }}{%- else -%}{{ tc.function.arguments | tojson }}{%- endif -%}
+<|tool_call_end|>
+{%- endfor -%}
+<|tool_calls_section_end|>
+{%- endif -%}
+{%- elif message.role == 'tool' -%}
+## Return of {{ message.tool_call_id }}
+{{ render_content(message.content) }}
+{%- else -%}
+{{ render_content(message.content) }}
+{%- endif -%}
+<|im_end|>
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+<|im_assistant|>assistant<|im_middle|>
+{%- if thinking is not defined or thinking -%}<think>{%- else -%}<think></think>{%- endif -%}
+{%- endif -%}
+"""
+).strip()
 
 
 def tiktoken_ranks(num_merges: int, first_special: int) -> dict[bytes, int]:
@@ -748,6 +807,9 @@ def build_kimi_tiktoken(out_dir: Path) -> None:
             shutil.copy2(sibling / name, out_dir / name)
     else:
         build_model(out_dir, "tiny-kimi", eos_id=163586, bos_id=163584)
+
+
+# </recipe tiny-kimi-tiktoken>
 
 
 BUILDERS = {

@@ -1,4 +1,5 @@
-"""Render what the operator creates for examples/kimi-k2.5.yaml into docs/operator.md.
+"""Render what the operator creates for examples/kimi-k2.5.yaml into docs/operator.md (and the
+LeaderWorkerSet of the multi-node examples/kimi-k2.5-h100.yaml into its own section).
 
 The manifests between the `rendered` markers of docs/operator.md come from the operator's own
 renderers with default operator settings, never from a hand-written copy; a test runs this script
@@ -21,13 +22,27 @@ from draftgen.controller.render import render_all
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "kimi-k2.5.yaml"
+MULTI_NODE_EXAMPLE = REPO / "examples" / "kimi-k2.5-h100.yaml"
 DOC = REPO / "docs" / "operator.md"
 BEGIN, END = "<!-- BEGIN rendered (scripts/render_example.py) -->", "<!-- END rendered -->"
+LWS_BEGIN = "<!-- BEGIN rendered-lws (scripts/render_example.py) -->"
+LWS_END = "<!-- END rendered-lws -->"
 
 
-def manifests() -> list[dict]:
-    raw = yaml.safe_load(EXAMPLE.read_text())
+def manifests(example: Path = EXAMPLE) -> list[dict]:
+    raw = yaml.safe_load(example.read_text())
     return render_all(raw["metadata"]["name"], raw["metadata"]["namespace"], raw["spec"])
+
+
+def lws_section() -> str:
+    """The multi-node example's LeaderWorkerSet: the one object that differs in kind."""
+    parts = [LWS_BEGIN]
+    for obj in manifests(MULTI_NODE_EXAMPLE):
+        if obj["kind"] == "LeaderWorkerSet":
+            body = yaml.safe_dump(obj, sort_keys=False, width=100)
+            parts.append(f"#### {obj['kind']} `{obj['metadata']['name']}`\n\n```yaml\n{body}```")
+    parts.append(LWS_END)
+    return "\n\n".join(parts)
 
 
 def section() -> str:
@@ -50,7 +65,9 @@ def section() -> str:
 
 def updated(text: str) -> str:
     start, end = text.index(BEGIN), text.index(END) + len(END)
-    return text[:start] + section() + text[end:]
+    text = text[:start] + section() + text[end:]
+    start, end = text.index(LWS_BEGIN), text.index(LWS_END) + len(LWS_END)
+    return text[:start] + lws_section() + text[end:]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also load each job's tokenizer (relative paths resolve from the job "
         "file's directory) and run the generator's start-up checks on it",
     )
+    parser.add_argument(
+        "--inputs",
+        action="store_true",
+        help="run the preflight here: open every dataset, read its first rows through the "
+        "parsers and the tokenizer (as the operator's preflight Job and `generate` do)",
+    )
 
 
 def check_tokenizer(job: GenerationJob, base_dir: Path) -> str:
@@ -83,4 +89,12 @@ def run(args: argparse.Namespace) -> int:
             except (TokenizerError, IntegrityError) as err:
                 print(f"{path}: {err}", file=sys.stderr)
                 status = 1
+        if args.inputs:
+            from draftgen.generator.input_preflight import preflight, problems, summary_lines
+
+            report, _ = preflight(job, Path(path).resolve().parent)
+            print("\n".join(f"  {line}" for line in summary_lines(report)))
+            for problem in problems(report):
+                print(f"{path}: {problem}", file=sys.stderr)
+            status = status or (0 if report.passed else 1)
     return status

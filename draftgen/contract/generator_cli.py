@@ -32,6 +32,7 @@ class Flag(enum.StrEnum):
     NAMESPACE = "--namespace"
     EXPORTS_ROOT = "--exports-root"
     RESULT_FILE = "--result-file"
+    LOG_FORMAT = "--log-format"
 
 
 class ExitCode(enum.IntEnum):
@@ -62,8 +63,12 @@ class ExitCode(enum.IntEnum):
             "for it to end or use another --output"
         ),
     )
-    EXPORT_FAILED = (
+    HUB_UNREACHABLE = (
         7,
+        "the model hub could not be reached or broke off; run again: it fetches only what is missing",
+    )
+    EXPORT_FAILED = (
+        8,
         (
             "every dataset is done but an export of spec.exports failed (named in the log); the "
             "records are complete"
@@ -87,6 +92,8 @@ def exit_codes_epilog() -> str:
 
 
 PROGRESS_MODES = ("auto", "live", "log")
+LOG_FORMATS = ("text", "json")
+"""`--log-format`: a readable multi-line block, or one JSON object a line (log stacks)."""
 DEFAULT_HEALTH_TIMEOUT_SECONDS = 1800.0
 
 
@@ -104,6 +111,7 @@ class GeneratorArgs:
     namespace: str | None = None
     exports_root: str | None = None
     result_file: str | None = None
+    log_format: str | None = None
 
     def argv(self) -> list[str]:
         """`draftgen` arguments, the subcommand first."""
@@ -126,6 +134,8 @@ class GeneratorArgs:
             args += [Flag.EXPORTS_ROOT.value, self.exports_root]
         if self.result_file is not None:
             args += [Flag.RESULT_FILE.value, self.result_file]
+        if self.log_format is not None:
+            args += [Flag.LOG_FORMAT.value, self.log_format]
         return args
 
 
@@ -202,6 +212,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=PROGRESS_MODES,
         default="auto",
         help="live table on a terminal, log lines otherwise (auto)",
+    )
+    parser.add_argument(
+        Flag.LOG_FORMAT.value,
+        choices=LOG_FORMATS,
+        default="text",
+        help="the log when there is no live table: text (a readable block every interval) or "
+        "json (one object a line: every record, progress with per-dataset counts, rejects by "
+        "reason, tok/s, ETA and the servers' KV usage); the operator sets json",
     )
     parser.add_argument(
         Flag.HEALTH_TIMEOUT.value,

@@ -47,6 +47,7 @@ class RejectReason(enum.StrEnum):
     TOOLS_MISSING = "tools_missing"
     MISSING_GENERATION_PREFIX = "missing_generation_prefix"
     TEMPLATE_ERROR = "template_error"
+    TOOL_FALLBACK = "tool_fallback"
     PROMPT_TOO_LONG = "prompt_too_long"
     REQUEST_FAILED = "request_failed"
 
@@ -106,6 +107,12 @@ REJECTS = Metric(
     "rows or requests rejected",
     (DATASET, REASON),
     "`reason`: one of `RejectReason` (listed below); every one present at 0",
+)
+TOOL_FALLBACKS = Metric(
+    "draftgen_tool_fallbacks_total",
+    "counter",
+    "samples written whose tools the tokenizer declared in a fallback form",
+    (DATASET,),
 )
 ERRORS = Metric(
     "draftgen_errors_total",
@@ -167,6 +174,7 @@ ALL: tuple[Metric, ...] = (
     COMPLETION_TOKENS,
     PROMPT_TOKENS,
     REJECTS,
+    TOOL_FALLBACKS,
     ERRORS,
     BUDGET,
     BUDGET_REMAINING,

@@ -40,6 +40,13 @@ class SGLangFlag(enum.StrEnum):
     CONTEXT_LENGTH = "--context-length", "contextLength"
     TRUST_REMOTE_CODE = "--trust-remote-code", "model.trustRemoteCode"
     ENABLE_METRICS = "--enable-metrics"
+    # Multi-node tensor parallelism (one model over a LeaderWorkerSet group; render/leaderworkerset).
+    NNODES = "--nnodes", "nodesPerReplica"
+    NODE_RANK = "--node-rank", "nodesPerReplica"
+    DIST_INIT_ADDR = "--dist-init-addr", "nodesPerReplica"
+    """`host:port` of node rank 0, where the ranks of every node meet (torch.distributed)."""
+    PP_SIZE = "--pp-size"
+    """Pipeline parallelism: read from extraArgs to refuse it across nodes (spec/server.py)."""
     # Read by the planner from extraArgs.
     MAX_TOTAL_TOKENS = "--max-total-tokens"
     PAGE_SIZE = "--page-size"

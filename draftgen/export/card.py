@@ -144,6 +144,10 @@ def render(
         )
     out.append("")
 
+    if summary.trainer_hint:
+        out.append("## Trainer configuration\n")
+        out.append("The `data:` keys of a SpecForge run config for this export:\n")
+        out.append("```yaml\n" + summary.trainer_hint + "\n```\n")
     if export_format != "parquet":
         return "\n".join(out)
     out.append("## Columns\n")

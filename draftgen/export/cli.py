@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 # The card's and the summary's names are the contract's: `draftgen generate` reads them back.
 from draftgen.contract.export_cli import CARD_FILE, SUMMARY_FILE
@@ -20,7 +21,17 @@ from .records import ExportError, left_out_dirs, read_manifests
 from .select import ExportOptions, ExportSummary, export_rows
 from .tokenizer import load_tokenizer, tokenizer_location
 
-FORMATS = ("speculators", "specforge", "parquet")
+FORMATS = ("speculators", "specforge", "specforge-conversations", "parquet")
+# The formats that decode text and so need the target model's tokenizer.
+TEXT_FORMATS = ("speculators", "specforge-conversations")
+RETOKENIZATION_WARNING = (
+    "draftgen export: warning: --format specforge-conversations writes text, which SpecForge "
+    "renders with its own chat template and tokenizes again: the ids it trains on can differ "
+    "from what the model produced, prompts lose message fields other than role/content/"
+    "tool_calls (Kimi's tool_declare turn among them) and every system message after the first, "
+    "and without data.train_only_last_turn the prompt's earlier assistant turns are supervised "
+    "too (docs/export.md). --format specforge writes the ids for data.prompts_path instead."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,8 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--format",
         required=True,
         choices=FORMATS,
-        help="speculators (input_ids + loss_mask JSONL), specforge (conversations "
-        "JSONL, lossy text), parquet (a Hugging Face datasets directory)",
+        help="speculators (input_ids + loss_mask JSONL), specforge (input_ids + loss_mask "
+        "JSONL for SpecForge's data.prompts_path), specforge-conversations (conversations "
+        "JSONL that SpecForge re-tokenizes; lossy), parquet (a Hugging Face datasets directory)",
     )
     parser.add_argument("--out", required=True, type=Path, help="export directory to write")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
@@ -68,8 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--specforge-text",
         action="store_true",
-        help="specforge: write {id, text} rows (the rendered sequence, for "
-        "SpecForge's --is-preformatted) instead of conversations",
+        help="specforge-conversations: write {id, text} rows (the rendered sequence, for "
+        "SpecForge's data.is_preformatted) instead of conversations",
     )
     parser.add_argument(
         "--trust-remote-code",
@@ -127,7 +139,7 @@ def export(
             file=sys.stderr,
         )
     tokenizer = None
-    if export_format != "parquet":
+    if export_format in TEXT_FORMATS:
         tokenizer = load_tokenizer(
             tokenizer_location(src, manifests, tokenizer_path), trust_remote_code
         )
@@ -144,12 +156,16 @@ def export(
             files = parquet.write(staging, rows)
             data_files = {s: f"data/{s}-*.parquet" for s in files}
         else:
-            from . import specforge, speculators
+            from . import specforge, specforge_conversations, speculators
 
             if export_format == "speculators":
                 paths = speculators.write(staging, rows, tokenizer)
+            elif export_format == "specforge":
+                paths = specforge.write(staging, rows)
             else:
-                paths = specforge.write(staging, rows, tokenizer, preformatted=specforge_text)
+                paths = specforge_conversations.write(
+                    staging, rows, tokenizer, preformatted=specforge_text
+                )
             data_files = {s: p.name for s, p in paths.items()}
         if not data_files:
             read = sum(ds.records for ds in summary.datasets.values())
@@ -158,8 +174,10 @@ def export(
                 "samples and applying the mix; check --mix or pass --include-truncated"
             )
         data_files = dict(sorted(data_files.items(), key=lambda kv: kv[0] != "train"))
+        summary.trainer_hint = trainer_hint(export_format, out, summary, tokenizer, specforge_text)
         (staging / CARD_FILE).write_text(
-            card.render(summary, manifests, options, data_files, export_format), encoding="utf-8"
+            card.render(summary, manifests, options, data_files, export_format),
+            encoding="utf-8",
         )
         (staging / SUMMARY_FILE).write_text(
             json.dumps(summary_json(summary, export_format), indent=2) + "\n", encoding="utf-8"
@@ -168,6 +186,23 @@ def export(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return summary
+
+
+def trainer_hint(
+    export_format: str, out: Path, summary: ExportSummary, tokenizer: Any, specforge_text: bool
+) -> str | None:
+    """The trainer configuration keys this export needs (SpecForge's `data:` section)."""
+    from . import specforge, specforge_conversations
+
+    train_file = out.resolve() / "train.jsonl"
+    if export_format == "specforge":
+        return specforge.yaml_hint(train_file, summary.longest_row)
+    if export_format == "specforge-conversations":
+        template = specforge_conversations.specforge_template(tokenizer)
+        return specforge.conversations_yaml_hint(
+            train_file, summary.longest_row, specforge_text, template
+        )
+    return None
 
 
 def _move_into_place(staging: Path, out: Path) -> None:
@@ -184,6 +219,7 @@ def summary_json(summary: ExportSummary, export_format: str) -> dict:
     return {
         "format": export_format,
         "torn_lines_skipped": summary.read.torn_lines,
+        "longest_row_tokens": summary.longest_row,
         "datasets": {
             name: {
                 "records": ds.records,
@@ -210,8 +246,13 @@ def summary_json(summary: ExportSummary, export_format: str) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        if args.specforge_text and args.format != "specforge":
-            raise ExportError("--specforge-text goes with --format specforge")
+        if args.specforge_text and args.format != "specforge-conversations":
+            raise ExportError(
+                "--specforge-text goes with --format specforge-conversations (--format "
+                "specforge writes the ids, for SpecForge's data.prompts_path)"
+            )
+        if args.format == "specforge-conversations":
+            print(RETOKENIZATION_WARNING, file=sys.stderr)
         summary = export(
             args.dir,
             args.format,
@@ -244,4 +285,7 @@ def run(args: argparse.Namespace) -> int:
             f"{', '.join(summary.read.torn_lines)}"
         )
     print(f"wrote {args.format} export to {args.out}")
+    if summary.trainer_hint:
+        print("SpecForge run config (YAML), also in the export's README.md:")
+        print(summary.trainer_hint)
     return 0

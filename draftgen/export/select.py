@@ -97,6 +97,10 @@ class DatasetSummary:
 class ExportSummary:
     datasets: dict[str, DatasetSummary] = field(default_factory=dict)
     read: ReadStats = field(default_factory=ReadStats)
+    longest_row: int = 0
+    """Tokens of the longest exported row (prompt + completion): a trainer's max length."""
+    trainer_hint: str | None = None
+    """The trainer configuration keys that fit the export (YAML), for the formats that have one."""
 
     def total(self, split: str) -> SplitCounts:
         out = SplitCounts()
@@ -158,6 +162,8 @@ def export_rows(
                 ds.mixed_out += 1
                 continue
             split = split_of(record["id"], options.validation_fraction, options.split_seed)
+            length = len(record["input_ids"]) + len(record["output_ids"])
+            summary.longest_row = max(summary.longest_row, length)
             for _ in range(copies):
                 ds.splits[split].add(record)
                 ds.completion_histogram[histogram_bucket(len(record["output_ids"]))] += 1

@@ -1,13 +1,18 @@
-"""`--format specforge`: conversations in the JSONL shape SpecForge's training scripts read
-(`{"id", "conversations": [{"role", "content"}, ...]}`, as written by its
-`scripts/prepare_data.py` and `scripts/regenerate_train_data.py`).
+"""`--format specforge`: the pre-tokenized JSONL that SpecForge's training entry reads through
+`data.prompts_path` — one `{"id", "input_ids", "loss_mask"}` object per line, the ids exactly as
+the target model produced them.
 
-SpecForge renders these messages again with a chat template and re-tokenizes the text, so this
-format is lossy by nature (docs/export.md says how). What draftgen can do is keep the text as
-the model produced it: the prompt is split back into its turns on the chat format's own role
-tokens (ids, not text patterns), and the assistant turn is the generation prefix the template
-put at the end of the prompt (Kimi's `<think>`) followed by every generated token, reasoning
-and tool-call tokens included; only the final end-of-turn token is left for the template to add.
+SpecForge 0.2 (`specforge/data/prompt_builder.py`, `prepare_prompt_tasks`) treats a file whose
+first record has both `input_ids` and `loss_mask` as pre-tokenized: it takes those two fields
+of every line as they are (integers, a 0/1 mask of the same length), cuts them to
+`data.max_length` and drops a row left with fewer supervised tokens than the algorithm's
+minimum. It ignores every other field, so `id` is there for people, not for SpecForge. No
+tokenizer and no chat template touches the ids. (`--format specforge-conversations` is the
+re-tokenized alternative.)
+
+The YAML hints below are what `draftgen export` prints and the dataset card shows, so a user
+copies keys that fit the export instead of SpecForge's defaults (`data.max_length: 2048`
+would cut every longer row).
 """
 
 from __future__ import annotations
@@ -16,132 +21,53 @@ from pathlib import Path
 from typing import Any
 
 from .jsonl import write_jsonl_splits
-from .records import ExportError
-from .tokenizer import decode
+from .speculators import ids_and_mask
 
-ROLES = ("system", "user", "assistant", "tool")
-
-
-class ChatFormat:
-    """How one tokenizer's chat template marks turns, by token id."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        ids = {
-            t: self._single(t)
-            for t in (
-                "<|im_system|>",
-                "<|im_user|>",
-                "<|im_assistant|>",
-                "<|im_middle|>",
-                "<|im_start|>",
-                "<|im_end|>",
-            )
-        }
-        self.end = ids["<|im_end|>"]
-        self.middle: int | None
-        if ids["<|im_middle|>"] is not None and ids["<|im_user|>"] is not None:
-            self.kind = "kimi"
-            self.headers = {
-                ids["<|im_system|>"]: "system",
-                ids["<|im_user|>"]: "user",
-                ids["<|im_assistant|>"]: "assistant",
-            }
-            self.headers.pop(None, None)
-            self.middle = ids["<|im_middle|>"]
-        elif ids["<|im_start|>"] is not None:
-            self.kind = "chatml"
-            self.headers = {ids["<|im_start|>"]: ""}
-            self.middle = None
-        else:
-            raise ExportError(
-                "--format specforge: the tokenizer's chat format is neither Kimi-K2 "
-                "(<|im_user|>…<|im_middle|>) nor ChatML (<|im_start|>), so its prompts cannot be "
-                "split back into messages; use --format speculators or parquet, which keep ids"
-            )
-        stops = {self.end, getattr(tokenizer, "eos_token_id", None)}
-        self.turn_ends = frozenset(t for t in stops if isinstance(t, int))
-
-    def _single(self, token: str) -> int | None:
-        token_id = self.tokenizer.convert_tokens_to_ids(token)
-        unk = getattr(self.tokenizer, "unk_token_id", None)
-        return token_id if isinstance(token_id, int) and token_id != unk else None
-
-    def split_prompt(self, ids: list[int]) -> tuple[list[dict[str, str]], str]:
-        """The prompt's messages and the open assistant turn's text (the generation prefix)."""
-        starts = [i for i, t in enumerate(ids) if t in self.headers]
-        if not starts:
-            raise ExportError(
-                "a prompt has no role tokens of its chat format; it cannot be "
-                "split into messages (use --format speculators or parquet)"
-            )
-        messages: list[dict[str, str]] = []
-        prefix = None
-        for n, start in enumerate(starts):
-            stop = starts[n + 1] if n + 1 < len(starts) else len(ids)
-            body = ids[start + 1 : stop]
-            closed = self.end is not None and self.end in body
-            if closed and self.end is not None:
-                body = body[: body.index(self.end)]
-            role, name, content = self._turn(ids[start], body)
-            if not closed:
-                if n + 1 != len(starts) or role != "assistant":
-                    raise ExportError(f"a {role!r} turn in a prompt is not closed by <|im_end|>")
-                prefix = content
-                continue
-            message = {"role": role, "content": content}
-            if name and name != role:
-                message["name"] = name
-            messages.append(message)
-        if prefix is None:
-            raise ExportError(
-                "a prompt does not end with an open assistant turn (the generation "
-                "prompt); was it rendered with add_generation_prompt?"
-            )
-        return messages, prefix
-
-    def _turn(self, header: int, body: list[int]) -> tuple[str, str, str]:
-        if self.kind == "kimi":
-            role = self.headers[header]
-            name = ""
-            if self.middle in body:
-                cut = body.index(self.middle)
-                name, body = decode(self.tokenizer, body[:cut]).strip(), body[cut + 1 :]
-            if role == "system" and name in ROLES:
-                role = name
-            return role, name, decode(self.tokenizer, body)
-        text = decode(self.tokenizer, body)
-        role, _, content = text.partition("\n")
-        return role.strip(), "", content
-
-    def completion_text(self, output_ids: list[int]) -> str:
-        """Generated text without the final end-of-turn token (the template writes it back)."""
-        if output_ids and output_ids[-1] in self.turn_ends:
-            output_ids = output_ids[:-1]
-        return decode(self.tokenizer, output_ids)
+# SpecForge 0.2's DataConfig default (specforge/config/schema.py): longer rows are cut.
+SPECFORGE_DEFAULT_MAX_LENGTH = 2048
 
 
-def to_specforge(record: dict[str, Any], chat: ChatFormat) -> dict[str, Any]:
-    try:
-        messages, prefix = chat.split_prompt(record["input_ids"])
-    except ExportError as err:
-        raise ExportError(f"record {record['id']}: {err}") from err
-    messages.append(
-        {"role": "assistant", "content": prefix + chat.completion_text(record["output_ids"])}
+def to_specforge(record: dict[str, Any]) -> dict[str, Any]:
+    input_ids, loss_mask = ids_and_mask(record)
+    return {"id": record["id"], "input_ids": input_ids, "loss_mask": loss_mask}
+
+
+def write(out_dir: Path, rows) -> dict[str, Path]:
+    return write_jsonl_splits(out_dir, rows, to_specforge)
+
+
+def _max_length_line(longest: int) -> str:
+    if longest > SPECFORGE_DEFAULT_MAX_LENGTH:
+        return (
+            f"  max_length: {longest}  # the longest exported row; SpecForge's default "
+            f"{SPECFORGE_DEFAULT_MAX_LENGTH} would cut longer rows"
+        )
+    return f"  max_length: {longest}  # the longest exported row (default {SPECFORGE_DEFAULT_MAX_LENGTH})"
+
+
+def yaml_hint(train_file: Path, longest: int) -> str:
+    """The `data:` keys of a SpecForge run config that train on this export as it is."""
+    return "\n".join(
+        [
+            "data:",
+            f"  prompts_path: {train_file}  # pre-tokenized: ids and loss mask used as written",
+            _max_length_line(longest),
+        ]
     )
-    return {"id": record["id"], "conversations": messages}
 
 
-def to_specforge_text(record: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
-    """The row SpecForge's `--is-preformatted` reads: the whole sequence as rendered text."""
-    return {
-        "id": record["id"],
-        "text": decode(tokenizer, record["input_ids"] + record["output_ids"]),
-    }
-
-
-def write(out_dir: Path, rows, tokenizer: Any, preformatted: bool = False) -> dict[str, Path]:
-    if preformatted:
-        return write_jsonl_splits(out_dir, rows, lambda r: to_specforge_text(r, tokenizer))
-    chat = ChatFormat(tokenizer)
-    return write_jsonl_splits(out_dir, rows, lambda r: to_specforge(r, chat))
+def conversations_yaml_hint(
+    train_file: Path, longest: int, preformatted: bool, chat_template: str
+) -> str:
+    """The `data:` keys for `--format specforge-conversations` (SpecForge re-tokenizes)."""
+    return "\n".join(
+        [
+            "data:",
+            f"  train_data_path: {train_file}  # SpecForge renders and tokenizes this text again",
+            f"  chat_template: {chat_template}",
+            f"  is_preformatted: {'true' if preformatted else 'false'}"
+            + ("  # rows are {id, text}" if preformatted else "  # rows are {id, conversations}"),
+            "  train_only_last_turn: true  # else assistant turns of the prompt are supervised",
+            _max_length_line(longest).replace("exported row", "exported row (in draftgen's ids)"),
+        ]
+    )

@@ -32,17 +32,25 @@ def primary_id(sample_id: str) -> str:
     return head if sep and tail.isdigit() else sample_id
 
 
+def ids_and_mask(record: dict[str, Any]) -> tuple[list[int], list[int]]:
+    """The training sequence of a record: prompt then completion, unchanged, with a loss mask
+    of 0 on every prompt token (the generation prefix such as `<think>` included) and 1 on
+    every generated token (the end-of-turn token included)."""
+    prompt, completion = record["input_ids"], record["output_ids"]
+    return [*prompt, *completion], [0] * len(prompt) + [1] * len(completion)
+
+
 def to_speculators(
     record: dict[str, Any], tokenizer: Any, tool_ids: frozenset[int] = frozenset()
 ) -> dict[str, Any]:
     prompt, completion = record["input_ids"], record["output_ids"]
-    input_ids = [*prompt, *completion]
+    input_ids, loss_mask = ids_and_mask(record)
     meta = record.get("meta") or {}
     return {
         "id": record["id"],
         "primary_id": primary_id(record["id"]),
         "input_ids": input_ids,
-        "loss_mask": [0] * len(prompt) + [1] * len(completion),
+        "loss_mask": loss_mask,
         "text": decode(tokenizer, input_ids),
         "metadata": {
             "idx": record.get("source_index"),

@@ -73,6 +73,8 @@ class Plan:
     replicas: int
     mem_fraction_static: float
     kv_cache_dtype: str
+    nodes_per_replica: int = 1
+    """Nodes one model copy spans; the memory figures are per rank, host memory per node."""
     model: ModelConfig | None = None
     memory: MemoryProfile | None = None
     capacity: KVCapacity | None = None
@@ -216,6 +218,7 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
         mem_fraction_static=inputs.mem_fraction_static or server.mem_fraction_static,
         kv_cache_dtype=inputs.kv_cache_dtype or server.kv_cache_dtype,
         max_running_requests=server.max_running_requests,
+        nodes_per_replica=server.nodes_per_replica,
     )
     plan.warnings.extend(server.warnings())
 
@@ -300,12 +303,12 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
             "spec.planning.decodeTokensPerSecond or --decode-tokens-per-second"
         )
 
-    # 3. Host memory
+    # 3. Host memory, on each node: only that node's ranks take their --hicache-size there
     hc = server.hierarchical_cache
     if hc.enabled and hc.size_gb_per_rank and server.host_memory_gb:
         plan.host_memory = check_host_memory(
             hc.size_gb_per_rank,
-            tp,
+            server.ranks_per_node,
             server.host_memory_gb,
             server.model_load_host_memory_gb,
             server.host_memory_margin_gb,

@@ -136,7 +136,8 @@ def _host(plan: Plan) -> list[str]:
         out.append("  hierarchical cache off: nothing to check")
         return out
     verdict = "fits" if hm.ok else "DOES NOT FIT"
-    out.append(f"  {hm.arithmetic}: {verdict}")
+    per_node = " on each node" if plan.nodes_per_replica > 1 else ""
+    out.append(f"  {hm.arithmetic}{per_node}: {verdict}")
     out.append(
         f"  largest safe size: {hm.max_safe_gb_per_rank} GB per rank "
         "(--hicache-size is per tensor-parallel rank)"
@@ -183,7 +184,13 @@ def _eta(plan: Plan) -> list[str]:
 def render_text(plan: Plan) -> str:
     header = (
         f"Capacity plan for {plan.job_name}: tensor parallel {plan.tensor_parallel_size}"
-        f" × {plan.replicas} replica{'s' if plan.replicas != 1 else ''}, memFractionStatic "
+        + (
+            f" over {plan.nodes_per_replica} nodes"
+            f" ({plan.tensor_parallel_size // plan.nodes_per_replica} ranks each)"
+            if plan.nodes_per_replica > 1
+            else ""
+        )
+        + f" × {plan.replicas} replica{'s' if plan.replicas != 1 else ''}, memFractionStatic "
         f"{plan.mem_fraction_static}, kvCacheDtype {plan.kv_cache_dtype}"
     )
     sections = [

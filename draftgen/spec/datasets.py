@@ -73,6 +73,19 @@ class DatasetSpec(SpecModel):
     """`last` regenerates the final assistant turn; `all` every assistant turn in order, each
     conditioned on the conversation before it."""
 
+    tool_result_name: Literal["none", "function"] = "none"
+    """How the tool results draftgen builds from `sharegpt` observations and `glaive` FUNCTION
+    RESPONSE turns are named: `none` gives them no `name` (as OpenAI-format tool messages have
+    none), `function` the called function's name (some templates, e.g. Kimi's, then print it in
+    the turn's header instead of `tool`). Choose what the model saw in training. `messages`
+    rows keep the `name` their tool messages have or lack."""
+
+    on_tool_fallback: Literal["keep", "reject"] = "keep"
+    """What to do with a prompt whose tools the tokenizer declared in a fallback form (Kimi's
+    tokenizer, for example, declares tools it cannot convert to its TypeScript-like syntax as
+    JSON and only prints a warning): `keep` sends it and records the fallback in `meta.sample`
+    and the manifest, `reject` records a `tool_fallback` reject instead."""
+
     sampling: SamplingOverrides | None = None
     """Changes to `spec.sampling` for this dataset."""
 

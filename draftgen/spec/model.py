@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, StrictBool, field_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
-from draftgen.contract.model_location import HubModel, parse
+from draftgen.contract.model_location import HubModel, is_hub, parse
 
 from .base import SpecModel
 
@@ -57,8 +57,14 @@ class ModelSpec(SpecModel):
     generation_prefix: str | None = None
     """Text every rendered prompt must end with (Kimi-K2.5's thinking mode ends with `<think>`)."""
 
+    revision: str | None = Field(default=None, min_length=1, max_length=255)
+    """Hub revision (commit hash, branch or tag) of `hf://` weights: in a cluster the model
+    download Job fetches exactly this revision into `volume` and records the commit it resolved
+    to in `status.model.commit`; default: the repository's default branch."""
+
     hf_token_secret: SecretKeyRef | None = None
-    """Secret holding a Hugging Face token, for `hf://` weights that need one."""
+    """Secret holding a Hugging Face token, for `hf://` weights that need one (read by the model
+    download Job, the server and the generator; never copied into the spec or status)."""
 
     config_path: str | None = None
     """The model's `config.json` for the capacity planner (`draftgen plan`, relative to the job
@@ -73,10 +79,19 @@ class ModelSpec(SpecModel):
         if isinstance(location, HubModel) and location.revision:
             # Neither SGLang's --model-path nor the tokenizer would get it: refuse, not ignore.
             raise ValueError(
-                f"{value!r}: a hub revision (@{location.revision}) is not passed on yet; use "
-                f"hf://{location.repo_id} or a volume holding that revision"
+                f"{value!r}: write the revision as model.revision: {location.revision} and the "
+                f"weights as hf://{location.repo_id}"
             )
         return value
+
+    @model_validator(mode="after")
+    def _revision_needs_hub(self) -> ModelSpec:
+        if self.revision is not None and not is_hub(self.weights):
+            raise ValueError(
+                f"revision: {self.revision!r} applies to hf:// weights only, and weights is the "
+                f"path {self.weights!r}; remove revision, or set weights to hf://ORG/NAME"
+            )
+        return self
 
     @property
     def tokenizer_location(self) -> str:

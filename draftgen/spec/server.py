@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
-from draftgen.contract.sglang_flags import refusal
+from draftgen.contract.sglang_flags import SGLangFlag, refusal, value_in
 
 from .base import SpecModel
 from .hostmem import check_host_memory
@@ -40,21 +40,46 @@ class HierarchicalCache(SpecModel):
     """Pass `--enable-hierarchical-cache`."""
 
     size_gb_per_rank: StrictInt | None = Field(default=None, ge=1)
-    """Host memory in GB **per tensor-parallel rank** (`--hicache-size`); the node must hold this
-    times `tensorParallelSize`."""
+    """Host memory in GB **per tensor-parallel rank** (`--hicache-size`); each node must hold
+    this times its ranks (`tensorParallelSize / nodesPerReplica`)."""
+
+
+MAX_NODES_PER_REPLICA = 16
 
 
 class ServerSpec(SpecModel):
-    """The SGLang server the operator runs: tensor parallel inside a pod, replicas side by side."""
+    """The SGLang server the operator runs: tensor parallel inside a pod (or over the pods of a
+    LeaderWorkerSet group, one per node, when `nodesPerReplica` > 1), replicas side by side."""
 
     image: str = "lmsysorg/sglang:v0.5.23"
     """SGLang container image."""
 
-    tensor_parallel_size: StrictInt = Field(default=8, ge=1, le=64)
-    """GPUs one model copy is sharded over (`--tp-size`)."""
+    tensor_parallel_size: StrictInt = Field(default=8, ge=1, le=128)
+    """GPUs one model copy is sharded over (`--tp-size`), over all its nodes: with
+    `nodesPerReplica` > 1 it must be `nodesPerReplica × gpusPerNode`."""
 
     gpus_per_replica: StrictInt | None = Field(default=None, ge=1, le=64)
-    """GPUs requested per server pod (`nvidia.com/gpu`); defaults to `tensorParallelSize`."""
+    """GPUs requested per server pod (`nvidia.com/gpu`) of a one-node replica; defaults to
+    `tensorParallelSize`. A multi-node replica uses `gpusPerNode` instead."""
+
+    nodes_per_replica: StrictInt = Field(default=1, ge=1, le=MAX_NODES_PER_REPLICA)
+    """Nodes one model copy spans. 1: a Deployment per replica. More: a LeaderWorkerSet per
+    replica (the LeaderWorkerSet controller must be installed), one pod per node, SGLang's
+    `--nnodes`/`--node-rank`/`--dist-init-addr` set by the operator."""
+
+    gpus_per_node: StrictInt | None = Field(default=None, ge=1, le=16)
+    """GPUs of each pod of a multi-node replica (one pod per node); defaults to
+    `tensorParallelSize / nodesPerReplica`. Only with `nodesPerReplica` > 1."""
+
+    host_network: StrictBool = False
+    """Multi-node only: run the group's pods in the node's network namespace (`hostNetwork`),
+    for NCCL over interfaces the pod network does not offer. The server port and SGLang's
+    rank ports are then taken on the node itself."""
+
+    rdma: StrictBool = False
+    """Multi-node only: let NCCL use RDMA (InfiniBand/RoCE) by granting the server container
+    `IPC_LOCK` (pinning memory). Request the RDMA device itself in `resources.limits` (e.g.
+    `rdma/ib: 1`, the name your RDMA device plugin gives it)."""
 
     replicas: StrictInt = Field(default=1, ge=1, le=64)
     """Independent data-parallel copies of the server; the generator balances over them (at
@@ -112,8 +137,20 @@ class ServerSpec(SpecModel):
     """HTTP port of the server (`/generate`, `/metrics`)."""
 
     @property
+    def multi_node(self) -> bool:
+        """One model copy over several nodes (a LeaderWorkerSet per replica)."""
+        return self.nodes_per_replica > 1
+
+    @property
+    def ranks_per_node(self) -> int:
+        """Tensor-parallel ranks (GPUs in use) on each node of a replica."""
+        return max(self.tensor_parallel_size // self.nodes_per_replica, 1)
+
+    @property
     def gpus(self) -> int:
-        """GPUs per replica pod."""
+        """GPUs per server pod (per node of a multi-node replica)."""
+        if self.multi_node:
+            return self.gpus_per_node or self.ranks_per_node
         return self.gpus_per_replica or self.tensor_parallel_size
 
     @property
@@ -122,10 +159,55 @@ class ServerSpec(SpecModel):
 
     @property
     def hicache_total_gb(self) -> int:
-        """Host memory the hierarchical cache asks for on one node, over all ranks."""
+        """Host memory the hierarchical cache asks for on one node, over the ranks on it."""
         if not self.hierarchical_cache.enabled or not self.hierarchical_cache.size_gb_per_rank:
             return 0
-        return self.hierarchical_cache.size_gb_per_rank * self.tensor_parallel_size
+        return self.hierarchical_cache.size_gb_per_rank * self.ranks_per_node
+
+    def _multi_node_problem(self) -> str | None:
+        """Why the nodes/GPUs/TP arithmetic of the spec does not hold, with the fix."""
+        nodes, tp = self.nodes_per_replica, self.tensor_parallel_size
+        if not self.multi_node:
+            for field, value in (
+                ("gpusPerNode", self.gpus_per_node is not None),
+                ("hostNetwork", self.host_network),
+                ("rdma", self.rdma),
+            ):
+                if value:
+                    return (
+                        f"{field}: only for a multi-node replica (nodesPerReplica > 1); a "
+                        "one-node replica's GPUs are gpusPerReplica; remove it or set "
+                        "nodesPerReplica"
+                    )
+            return None
+        if self.gpus_per_replica is not None:
+            return (
+                f"gpusPerReplica: not used with nodesPerReplica {nodes} (each node's pod gets "
+                "gpusPerNode GPUs); remove gpusPerReplica and set gpusPerNode"
+            )
+        if value_in(self.extra_args, SGLangFlag.PP_SIZE) not in (None, "1"):
+            return (
+                f"extraArgs: {SGLangFlag.PP_SIZE} across nodes is not supported: draftgen shards "
+                "one model copy by tensor parallelism over nodesPerReplica × gpusPerNode GPUs; "
+                f"remove {SGLangFlag.PP_SIZE}"
+            )
+        if self.gpus_per_node is None:
+            if tp % nodes:
+                return (
+                    f"tensorParallelSize: {tp} cannot be spread evenly over nodesPerReplica "
+                    f"{nodes} (each node must hold the same number of ranks); set "
+                    "tensorParallelSize to nodesPerReplica × GPUs per node (e.g. "
+                    f"{nodes * 8} for {nodes} × 8 GPUs) or set gpusPerNode"
+                )
+            return None
+        if tp != nodes * self.gpus_per_node:
+            return (
+                f"tensorParallelSize: {tp} but nodesPerReplica {nodes} × gpusPerNode "
+                f"{self.gpus_per_node} = {nodes * self.gpus_per_node} GPUs; SGLang's --tp-size "
+                "is the total over all nodes: set tensorParallelSize to "
+                f"{nodes * self.gpus_per_node} (or change gpusPerNode)"
+            )
+        return None
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> ServerSpec:
@@ -135,7 +217,10 @@ class ServerSpec(SpecModel):
                 "INT4 MLA model such as Kimi-K2.5); use bf16/auto, or set "
                 "server.allowLossyKVCache: true to accept the quality loss"
             )
-        if self.gpus < self.tensor_parallel_size:
+        problem = self._multi_node_problem()
+        if problem is not None:
+            raise ValueError(problem)
+        if not self.multi_node and self.gpus < self.tensor_parallel_size:
             raise ValueError(
                 f"gpusPerReplica: {self.gpus} GPUs cannot hold tensorParallelSize "
                 f"{self.tensor_parallel_size}; set gpusPerReplica >= tensorParallelSize or lower "
@@ -151,12 +236,12 @@ class ServerSpec(SpecModel):
             if self.host_memory_gb is None:
                 raise ValueError(
                     "hostMemoryGB: required when hierarchicalCache.enabled is true, to check "
-                    f"{hc.size_gb_per_rank} GB per rank × {self.tensor_parallel_size} ranks "
+                    f"{hc.size_gb_per_rank} GB per rank × {self.ranks_per_node} ranks per node "
                     "against the node; set server.hostMemoryGB to the node's memory"
                 )
             check = check_host_memory(
                 hc.size_gb_per_rank,
-                self.tensor_parallel_size,
+                self.ranks_per_node,
                 self.host_memory_gb,
                 self.model_load_host_memory_gb,
                 self.host_memory_margin_gb,

@@ -9,7 +9,16 @@ from pydantic import Field
 from .base import StatusModel
 from .exports import ExportStatus
 
-Phase = Literal["Pending", "StartingServer", "Generating", "Suspended", "Succeeded", "Failed"]
+Phase = Literal[
+    "Pending",
+    "DownloadingModel",
+    "Preflight",
+    "StartingServer",
+    "Generating",
+    "Suspended",
+    "Succeeded",
+    "Failed",
+]
 PHASES: tuple[str, ...] = Phase.__args__  # type: ignore[attr-defined]
 
 
@@ -92,11 +101,92 @@ class PlanStatus(StatusModel):
     """Predicted time for all budgets."""
 
 
+class ModelDownloadStatus(StatusModel):
+    """The model download Job's view of `hf://` weights being copied onto the models volume."""
+
+    repo: str
+    """Hub repository, `ORG/NAME`."""
+
+    revision: str | None = None
+    """`spec.model.revision` as written (None: the default branch)."""
+
+    commit: str | None = None
+    """The commit the revision resolved to, once the download ended."""
+
+    path: str = ""
+    """Where the weights are on the volume (the server's `--model-path`)."""
+
+    bytes_done: int | None = None
+    """Bytes of the revision's files on the volume so far."""
+
+    bytes_total: int | None = None
+    """Bytes of every file of the revision."""
+
+    progress: str = ""
+    """For a person and the printer column, e.g. `41% of 595.0GB`, or `done`."""
+
+
+class PromptLengths(StatusModel):
+    """Prompt lengths in tokens over the rows the preflight read."""
+
+    p50: int
+    p90: int
+    p99: int
+    max: int
+
+
+class DatasetPreflight(StatusModel):
+    """What the preflight found in one dataset's first rows."""
+
+    name: str
+    """Dataset name."""
+
+    passed: bool = True
+    """The source opened and its first rows became samples."""
+
+    rows_read: int = 0
+    """Rows read through the dataset's parser and the chat template."""
+
+    samples: int = 0
+    """Samples those rows gave."""
+
+    rejects: dict[str, int] = Field(default_factory=dict)
+    """Rejected rows by reason (`malformed_json`, `missing_field`, ...)."""
+
+    prompt_tokens: PromptLengths | None = None
+    """Prompt-length percentiles of the samples."""
+
+    problem: str = ""
+    """Why the dataset fails, with the fix."""
+
+    warning: str = ""
+    """Legal but suspicious (a rejected first row where bad rows do not fail the run)."""
+
+
+class PreflightStatus(StatusModel):
+    """The inputs and the tokenizer as checked before any server is created (`draftgen
+    preflight`, the same checks as `draftgen validate --inputs`)."""
+
+    passed: bool
+    """Every dataset and the tokenizer check passed."""
+
+    tokenizer: str = ""
+    """The tokenizer check: what loaded (special tokens and generation prefix checked), or why
+    it failed with the fix."""
+
+    tokenizer_passed: bool = True
+    """The tokenizer loaded and its special tokens and generation prefix are right."""
+
+    datasets: list[DatasetPreflight] = Field(default_factory=list)
+    """Per-dataset report."""
+
+
 class GenerationJobStatus(StatusModel):
     """Observed state of a GenerationJob."""
 
     phase: Phase = "Pending"
-    """Pending, StartingServer, Generating, Suspended, Succeeded or Failed."""
+    """Pending, DownloadingModel, Preflight, StartingServer, Generating, Suspended, Succeeded or
+    Failed."""
 
     conditions: list[Condition] = Field(default_factory=list)
     """Conditions with reasons and messages."""
@@ -130,6 +220,12 @@ class GenerationJobStatus(StatusModel):
 
     plan: PlanStatus | None = None
     """The capacity plan's key figures."""
+
+    model: ModelDownloadStatus | None = None
+    """The model download (`hf://` weights in a cluster)."""
+
+    preflight: PreflightStatus | None = None
+    """The inputs check that ran before the server was created."""
 
     warnings: list[str] = Field(default_factory=list)
     """Legal but risky settings."""

@@ -16,12 +16,12 @@ import yaml
 
 from draftgen.contract.export_cli import TERMINATION_MESSAGE_PATH
 from draftgen.contract.generator_cli import FATAL_EXIT_CODES, GeneratorArgs
-from draftgen.contract.model_location import is_hub
 from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
 from . import volumes as volumes_
+from .model_volume import on_volume, tokenizer_offline
 
 CONFIG_KEY = "job.yaml"
 
@@ -29,7 +29,9 @@ CONFIG_KEY = "job.yaml"
 def job_document(
     name: str, namespace: str, spec: dict[str, Any], labels: dict[str, str] | None = None
 ) -> str:
-    """The GenerationJob YAML the generator reads: the user's spec, no status, no bookkeeping."""
+    """The GenerationJob YAML the generator reads: the user's spec, no status, no bookkeeping;
+    `hf://` weights the operator downloads read as their path on the models volume."""
+    spec = on_volume(spec)
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
         meta["labels"] = dict(labels)
@@ -91,6 +93,7 @@ def generator_args(
         # operator through the container's termination message
         exports_root=spec.output.mount_path if spec.exports else None,
         result_file=TERMINATION_MESSAGE_PATH if spec.exports else None,
+        log_format="json",  # one object a line: what log stacks parse
     ).argv()
 
 
@@ -158,7 +161,7 @@ def job(
         {"name": "HF_HOME", "value": "/tmp/huggingface"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
     ]
-    if not is_hub(spec.model.tokenizer_location):
+    if tokenizer_offline(spec):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     if spec.model.hf_token_secret is not None:
         env.append(

@@ -23,8 +23,12 @@ def policy_name(job: str) -> str:
     return names.service_name(job)
 
 
-def network_policy(job: str, namespace: str, settings: OperatorSettings) -> dict[str, Any]:
-    """NetworkPolicy `<job>-server`: ingress to the server port from the allowed peers only."""
+def network_policy(
+    job: str, namespace: str, settings: OperatorSettings, *, multi_node: bool = False
+) -> dict[str, Any]:
+    """NetworkPolicy `<job>-server`: ingress to the server port from the allowed peers only;
+    with `multi_node`, the job's server pods also reach each other on every port (the ranks of
+    a LeaderWorkerSet group meet at the leader's `--dist-init-addr`, and NCCL picks its ports)."""
     peers: list[dict[str, Any]] = [
         {"podSelector": {"matchLabels": names.selector(job, "generator")}},
     ]
@@ -56,6 +60,11 @@ def network_policy(job: str, namespace: str, settings: OperatorSettings) -> dict
         "spec": {
             "podSelector": {"matchLabels": names.selector(job, "server")},
             "policyTypes": ["Ingress"],
-            "ingress": [{"from": peers, "ports": [{"port": "http", "protocol": "TCP"}]}],
+            "ingress": [{"from": peers, "ports": [{"port": "http", "protocol": "TCP"}]}]
+            + (
+                [{"from": [{"podSelector": {"matchLabels": names.selector(job, "server")}}]}]
+                if multi_node
+                else []
+            ),
         },
     }

@@ -12,8 +12,8 @@ Why one Deployment per replica (`replicas: 1` each) and not a StatefulSet:
   `subdomain: <job>-server`, and the headless Service `<job>-server` publishes
   `<job>-server-<n>.<job>-server.<ns>.svc` for every ready pod, so the generator balances over
   stable per-replica URLs that survive pod restarts.
-Multi-node tensor parallelism (one model over several nodes) is out of scope: that is a
-LeaderWorkerSet job.
+Multi-node tensor parallelism (one model over several nodes, `nodesPerReplica` > 1) is a
+LeaderWorkerSet per replica instead (render/leaderworkerset.py), built from the same pod template.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from draftgen.spec import GenerationJobSpec
 from .. import names
 from ..settings import OperatorSettings
 from . import volumes as volumes_
+from .model_volume import downloads, volume_path
 
 HOME = "/home/sglang"
 METRICS_PATH = "/metrics"
@@ -43,7 +44,8 @@ def server_args(spec: GenerationJobSpec) -> list[str]:
     s = spec.server
     args = [
         F.MODEL_PATH,
-        loader_name(spec.model.weights),
+        # hf:// weights the download Job put on the models volume are read from there.
+        volume_path(spec) if downloads(spec) else loader_name(spec.model.weights),
         F.HOST,
         "0.0.0.0",
         F.PORT,
@@ -89,7 +91,7 @@ def _env(spec: GenerationJobSpec) -> list[dict[str, Any]]:
         {"name": "TORCHINDUCTOR_CACHE_DIR", "value": f"{HOME}/.cache/torchinductor"},
         {"name": "TMPDIR", "value": "/tmp"},
     ]
-    if not is_hub(spec.model.weights):
+    if not is_hub(spec.model.weights) or downloads(spec):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     secret = spec.model.hf_token_secret
     if secret is not None:
@@ -278,7 +280,12 @@ def service(spec: GenerationJobSpec, job: str, namespace: str) -> dict[str, Any]
         },
         "spec": {
             "clusterIP": "None",
-            "selector": names.selector(job, "server"),
+            # A multi-node group serves HTTP from its leader only (render/leaderworkerset.py).
+            "selector": names.selector(
+                job,
+                "server",
+                **({names.ROLE_LABEL: "leader"} if spec.server.multi_node else {}),
+            ),
             "ports": [
                 {"name": "http", "port": spec.server.port, "targetPort": "http", "protocol": "TCP"}
             ],

@@ -5,7 +5,11 @@ Loaded only with `trust_remote_code=True` (tokenizer_config.json's `auto_map`). 
 BPE file (`tiktoken.model`: base64 token and rank per line), puts Kimi's special tokens at their
 real ids (from `added_tokens_decoder`) and fills the rest of the 256 special slots with
 `<|reserved_token_N|>`. Its `apply_chat_template` converts `tools` to a TypeScript-like declaration
-and hands it to the template as `tools_ts_str`, as Kimi-K2.5's does.
+in Python and hands it to the template as `tools_ts_str`, as Kimi-K2.5's does; a schema outside
+what the converter handles (an `enum` whose values do not match the declared `type`, e.g. numbers
+on a string, or an unknown `type`) makes it print "Failed to convert tools to TypeScript style: ..."
+to stdout and leave the declaration to the template, which writes the tools as JSON: the silent
+fallback a caller has to notice.
 """
 
 from __future__ import annotations
@@ -42,12 +46,31 @@ def bytes_to_unicode() -> dict[int, str]:
     return dict(zip(bs, (chr(c) for c in cs)))
 
 
+_ENUM_VALUE_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+}
+
+
+class TypeScriptConversionError(ValueError):
+    """A schema the TypeScript-style converter does not handle."""
+
+
 def _ts_type(schema: Any) -> str:
     if not isinstance(schema, dict):
         return "any"
-    if "enum" in schema:
-        return " | ".join(json.dumps(v) for v in schema["enum"])
     kind = schema.get("type")
+    if "enum" in schema:
+        allowed = _ENUM_VALUE_TYPES.get(kind) if isinstance(kind, str) else None
+        for v in schema["enum"]:
+            ok = allowed is None or (
+                isinstance(v, allowed) and not (isinstance(v, bool) and bool not in allowed)
+            )
+            if not ok:
+                raise TypeScriptConversionError(f"enum value {v!r} is not of type {kind!r}")
+        return " | ".join(json.dumps(v) for v in schema["enum"])
     if isinstance(kind, list):
         return " | ".join(_ts_type({"type": k}) for k in kind)
     if kind == "string":
@@ -60,7 +83,11 @@ def _ts_type(schema: Any) -> str:
         return _ts_type(schema.get("items")) + "[]"
     if kind == "object" and schema.get("properties"):
         return "{\n" + _ts_props(schema) + "}"
-    return "object" if kind == "object" else "any"
+    if kind == "object":
+        return "object"
+    if kind is None or kind == "null":
+        return "any" if kind is None else "null"
+    raise TypeScriptConversionError(f"unsupported type {kind!r}")
 
 
 def _ts_props(schema: dict) -> str:
@@ -188,7 +215,10 @@ class TinyKimiTokenizer(PreTrainedTokenizer):
     ) -> Any:
         tools = deep_sort_dict(tools)
         if tools:
-            kwargs["tools_ts_str"] = encode_tools_to_typescript_style(tools)
+            try:
+                kwargs["tools_ts_str"] = encode_tools_to_typescript_style(tools)
+            except Exception as err:  # as Kimi-K2.5's: a word on stdout, then the JSON fallback
+                print(f"Failed to convert tools to TypeScript style: {err}")
         return super().apply_chat_template(
             conversation,
             tools=tools,

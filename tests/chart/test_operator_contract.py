@@ -204,7 +204,9 @@ def test_pod_monitors_select_the_operator_pods_on_their_metrics_ports():
     objects = _operator_objects(job, _settings(docs))
     pods = {
         "sglang": _pod_template(one(objects, "Deployment")),
-        "generator": _pod_template(one(objects, "Job")),
+        "generator": _pod_template(
+            one([o for o in objects if o["metadata"]["name"].endswith("-generator")], "Job")
+        ),
     }
     for component, pod in pods.items():
         monitor = monitors[f"drafts-{component}"]["spec"]

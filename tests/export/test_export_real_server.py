@@ -10,56 +10,10 @@ import pytest
 
 from draftgen.cli import main
 from draftgen.export.records import iter_records
-from tests.generator.gen_helpers import generate_command
-from tests.jobs import job_document, write_job_yaml
 
 from .builders import THINK
 
-REPO = Path(__file__).resolve().parents[2]
-TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
-
 pytestmark = pytest.mark.sglang
-
-
-@pytest.fixture(scope="module")
-def generated(sglang_server, tmp_path_factory):
-    """A small job run against the shared server: chat and glaive (tools) rows, short outputs."""
-    base = tmp_path_factory.mktemp("export-real")
-    job_file = write_job_yaml(
-        base / "job.yaml",
-        job_document(
-            "export-real",
-            model={
-                "weights": str(TINY_KIMI),
-                "chatTemplateKwargs": {"thinking": True},
-                "specialTokens": [
-                    "<think>",
-                    "</think>",
-                    "<|im_end|>",
-                    "<|tool_calls_section_begin|>",
-                ],
-                "generationPrefix": "<think>",
-            },
-            sampling={"temperature": 1.0, "maxNewTokens": 24, "seed": 11},
-            datasets=[
-                {
-                    "name": "chat",
-                    "source": str(REPO / "examples/data/chat.jsonl"),
-                    "format": "messages",
-                    "budget": {"maxSamples": 4},
-                },
-                {
-                    "name": "tools",
-                    "source": str(REPO / "examples/data/glaive.jsonl"),
-                    "format": "glaive",
-                    "budget": {"maxSamples": 3},
-                },
-            ],
-        ),
-    )
-    out = base / "out"
-    assert main(generate_command(job_file, out, sglang_server.url)) == 0
-    return out
 
 
 def _export(output: Path, fmt: str, to: Path, *extra: str) -> int:
@@ -87,7 +41,7 @@ def test_real_records_export_with_identical_ids(generated, tmp_path, capsys):
     tools = [r for r in rows if r["id"].startswith("tools/")]
     assert tools and all("<|im_system|>tool_declare<|im_middle|>" in r["text"] for r in tools)
 
-    assert _export(generated, "specforge", tmp_path / "sf") == 0
+    assert _export(generated, "specforge-conversations", tmp_path / "sf") == 0
     convs = [json.loads(x) for x in (tmp_path / "sf/train.jsonl").read_text().splitlines()]
     assert {c["id"] for c in convs} == set(records)
     assert all(

@@ -13,6 +13,8 @@ from draftgen.cli import main
 from draftgen.export.records import ExportError
 
 from .builders import END_THINK, THINK, TOOL_SECTION, record, write_output
+from .kimi_records import completion as _completion
+from .kimi_records import prompt as _prompt
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
@@ -22,85 +24,6 @@ pytestmark = pytest.mark.skipif(
     not (TINY_KIMI / "tokenizer.json").is_file(),
     reason="needs .cache/models/tiny-kimi (run `make models`)",
 )
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather in a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-
-
-@pytest.fixture(scope="module")
-def kimi():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(TINY_KIMI))
-
-
-def _prompt(tokenizer, messages, tools=None, **kwargs):
-    out = tokenizer.apply_chat_template(
-        messages, tools=tools, add_generation_prompt=True, tokenize=True, **kwargs
-    )
-    return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
-
-
-def _completion(tokenizer, text):
-    return tokenizer.encode(text, add_special_tokens=False)
-
-
-@pytest.fixture(scope="module")
-def kimi_run(kimi, tmp_path_factory):
-    """Records as the generator writes them: a tool call, a plain answer, a truncated one."""
-    plain = [{"role": "user", "content": "What is 2 + 4? Answer with ünïcödé 😀"}]
-    tool_turn = [
-        {"role": "system", "content": "You are Kimi."},
-        {"role": "user", "content": "Weather in Paris?"},
-    ]
-    multi = [
-        {"role": "user", "content": "Hi"},
-        {"role": "assistant", "content": "Hello!"},
-        {"role": "user", "content": "Tell me about the fox."},
-    ]
-    records = [
-        record(
-            "chat",
-            0,
-            _prompt(kimi, plain, thinking=True),
-            _completion(kimi, "Two plus four is six.</think>The answer is 6 😀<|im_end|>"),
-        ),
-        record(
-            "chat",
-            1,
-            _prompt(kimi, tool_turn, tools=TOOLS, thinking=True),
-            _completion(
-                kimi,
-                "The user wants weather.</think><|tool_calls_section_begin|><|tool_call_begin|>"
-                'functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}'
-                "<|tool_call_end|><|tool_calls_section_end|><|im_end|>",
-            ),
-        ),
-        record(
-            "chat",
-            2,
-            _prompt(kimi, multi, thinking=True),
-            _completion(kimi, "The quick brown fox jumps over"),
-            finish="length",
-            turn=1,
-        ),
-    ]
-    root = write_output(
-        tmp_path_factory.mktemp("kimi") / "run", {"chat": records}, model=str(TINY_KIMI)
-    )
-    return root, records
 
 
 def _export(src, fmt, out, *extra):
@@ -156,7 +79,7 @@ def test_speculators_drops_truncated_samples_by_default(kimi_run, tmp_path):
 
 def test_specforge_conversations_keep_reasoning_and_tool_tokens(kimi, kimi_run, tmp_path):
     root, records = kimi_run
-    rows = _export(root, "specforge", tmp_path / "sf", "--include-truncated")
+    rows = _export(root, "specforge-conversations", tmp_path / "sf", "--include-truncated")
     assert [set(r) for r in rows] == [{"id", "conversations"}] * 3
     plain, tool, multi = (r["conversations"] for r in rows)
     assert [m["role"] for m in plain] == ["system", "user", "assistant"]
@@ -177,7 +100,7 @@ def test_specforge_text_renders_back_to_the_same_prompt_text(kimi, kimi_run, tmp
     """Without tools, the exported messages re-render through the template to the prompt's
     exact text; the ids can still differ, which is why docs/export.md warns about text."""
     root, records = kimi_run
-    rows = _export(root, "specforge", tmp_path / "sf")
+    rows = _export(root, "specforge-conversations", tmp_path / "sf")
     messages = rows[0]["conversations"][:-1]
     text = kimi.apply_chat_template(
         messages, add_generation_prompt=True, tokenize=False, thinking=True
@@ -195,7 +118,9 @@ def test_specforge_splits_chatml_prompts_too(tmp_path):
     )
     rec = record("c", 0, prompt, _completion(chatml, "hi there<|im_end|>"))
     root = write_output(tmp_path / "run", {"c": [rec]})
-    rows = _export(root, "specforge", tmp_path / "sf", "--tokenizer", str(TINY_CHATML))
+    rows = _export(
+        root, "specforge-conversations", tmp_path / "sf", "--tokenizer", str(TINY_CHATML)
+    )
     conv = rows[0]["conversations"]
     assert [m["role"] for m in conv] == ["system", "user", "assistant"]
     assert conv[1]["content"] == "Say hi"
@@ -215,7 +140,7 @@ def test_tokenizer_comes_from_the_manifest_or_a_clear_error(kimi_run, tmp_path, 
 
 
 def test_unknown_chat_format_is_refused_for_specforge():
-    from draftgen.export.specforge import ChatFormat
+    from draftgen.export.specforge_conversations import ChatFormat
 
     class Plain:
         unk_token_id = 0
@@ -224,16 +149,30 @@ def test_unknown_chat_format_is_refused_for_specforge():
         def convert_tokens_to_ids(self, token):
             return 0
 
-    with pytest.raises(ExportError, match="use --format speculators or parquet"):
+    with pytest.raises(ExportError, match="use --format specforge, speculators or parquet"):
         ChatFormat(Plain())
 
 
 def test_specforge_text_rows_are_the_rendered_sequence(kimi, kimi_run, tmp_path):
     root, records = kimi_run
-    rows = _export(root, "specforge", tmp_path / "sf", "--specforge-text")
+    rows = _export(root, "specforge-conversations", tmp_path / "sf", "--specforge-text")
     assert [set(r) for r in rows] == [{"id", "text"}] * 2
     rec = records[1]
     assert rows[1]["text"] == kimi.decode(
         rec["input_ids"] + rec["output_ids"], skip_special_tokens=False
     )
     assert rows[1]["text"].endswith("<|tool_calls_section_end|><|im_end|>")
+
+
+def test_conversation_form_prints_specforge_keys_for_kimi(kimi_run, tmp_path, capsys):
+    root, records = kimi_run
+    out = tmp_path / "sf"
+    _export(root, "specforge-conversations", out, "--include-truncated")
+    printed = capsys.readouterr()
+    assert "warning: --format specforge-conversations" in printed.err
+    assert f"  train_data_path: {out.resolve() / 'train.jsonl'}" in printed.out
+    assert "  chat_template: kimi-k2-thinking" in printed.out
+    assert "  is_preformatted: false" in printed.out
+    assert "  train_only_last_turn: true" in printed.out
+    _export(root, "specforge-conversations", tmp_path / "txt", "--specforge-text")
+    assert "  is_preformatted: true" in capsys.readouterr().out

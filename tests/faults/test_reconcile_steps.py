@@ -63,7 +63,7 @@ def _drive(emu, scenario: str, seed: int, crash_rate: float) -> tuple[dict, int,
     cluster = Cluster(emu, "drafters")
     cluster.apply(_job())
     rng = random.Random(seed)
-    settings = OperatorSettings(http_timeout_seconds=0.2)
+    settings = OperatorSettings(http_timeout_seconds=0.2, preflight=False)
     steps = crashes = 0
     while not _settled(cluster, scenario):
         assert steps < 200, f"no end after {steps} steps: {cluster.status('kimi')}"
@@ -126,7 +126,7 @@ def test_a_lost_status_write_after_teardown_does_not_bring_the_server_back(tmp_p
     try:
         cluster = Cluster(emu, "drafters")
         cluster.apply(_job())
-        settings = OperatorSettings(http_timeout_seconds=0.2)
+        settings = OperatorSettings(http_timeout_seconds=0.2, preflight=False)
         rec = Reconciler(Kube(emu.url, backoff=0.01), settings)
         for _ in range(3):  # up to Generating with a generator Job
             one_step(rec, "drafters", "kimi")
@@ -156,7 +156,7 @@ def test_a_lost_status_write_after_a_generator_failure_does_not_restart_it(tmp_p
     try:
         cluster = Cluster(emu, "drafters")
         cluster.apply(_job())
-        settings = OperatorSettings(http_timeout_seconds=0.2)
+        settings = OperatorSettings(http_timeout_seconds=0.2, preflight=False)
         rec = Reconciler(Kube(emu.url, backoff=0.01), settings)
         for _ in range(3):
             one_step(rec, "drafters", "kimi")

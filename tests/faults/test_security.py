@@ -116,11 +116,14 @@ def test_workload_pods_get_no_api_credentials():
 
 
 def test_generator_writes_only_to_the_output_volume_and_tmp():
+    # The preflight writes nothing but /tmp; the model download Job writes the models volume.
+    writable = {"generator": ["output", "tmp"], "preflight": ["tmp"], "download": ["model", "tmp"]}
     for name, obj in _rendered_workloads():
         if obj["kind"] != "Job":
             continue
+        kind = next(k for k in writable if name.endswith(k))
         mounts = _pod_spec(obj)["containers"][0]["volumeMounts"]
-        assert sorted(m["name"] for m in mounts if not m.get("readOnly")) == ["output", "tmp"], name
+        assert sorted(m["name"] for m in mounts if not m.get("readOnly")) == writable[kind], name
 
 
 # ---- the Hugging Face token --------------------------------------------------------------------

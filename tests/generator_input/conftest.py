@@ -68,3 +68,22 @@ def run_dataset(tmp_path, kimi_like_dir) -> Callable[..., list[Sample | Reject]]
             )
 
     return run
+
+
+@pytest.fixture(scope="session")
+def shared_tokenizer():
+    """`open_tokenizer(job, base_dir, workers=0)`, opened once per tokenizer location for the
+    session (loading a remote-code tokenizer takes seconds): for tests whose jobs differ only in
+    their datasets, which `iter_samples` takes separately."""
+    contexts: dict[tuple[str, bool], Any] = {}
+
+    def get(job, base_dir: Path):
+        model = job.spec.model
+        key = (str(model.tokenizer_location), model.trust_remote_code)
+        if key not in contexts:
+            contexts[key] = open_tokenizer(job, base_dir, workers=0)
+        return contexts[key]
+
+    yield get
+    for ctx in contexts.values():
+        ctx.close()

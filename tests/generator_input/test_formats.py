@@ -39,7 +39,7 @@ def reason(fmt: str, row) -> str:
 # ---------------------------------------------------------------------------------- messages
 
 
-def test_messages_keep_tools_and_tool_calls_with_arguments_as_objects():
+def test_messages_keep_tools_and_tool_calls_with_the_arguments_string_as_given():
     row = {
         "messages": [
             {"role": "user", "content": "Weather in Oslo?"},
@@ -65,7 +65,7 @@ def test_messages_keep_tools_and_tool_calls_with_arguments_as_objects():
     assert call == {
         "id": "c1",
         "type": "function",
-        "function": {"name": "get_weather", "arguments": {"city": "Oslo"}},
+        "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
     }
     assert conv.messages[1]["content"] == ""  # None would render as the text "None"
     assert conv.messages[3] == {"role": "assistant", "content": "3 degrees."}  # bookkeeping dropped
@@ -219,13 +219,13 @@ def test_glaive_one_function_call_with_single_quoted_arguments():
     assert "{" not in system["content"]  # the definitions moved into tools
     assert call["tool_calls"][0]["function"] == {
         "name": "get_weather",
-        "arguments": {"city": "Lagos"},
+        "arguments": '{"city": "Lagos"}',  # the quoted JSON, verbatim
     }
+    assert conv.normalized == ("glaive_quoted_arguments",)
     assert response == {
         "role": "tool",
         "content": '{"temperature": 20}',
         "tool_call_id": call["tool_calls"][0]["id"],
-        "name": "get_weather",
     }
     assert answer == {"role": "assistant", "content": "It is 20 degrees in Lagos."}
     assert all("<|endoftext|>" not in (m["content"] or "") for m in conv.messages)
@@ -237,10 +237,9 @@ def test_glaive_argument_string_with_apostrophes_and_nested_quotes():
         '\'{"query": "Dune \'the movie\'", "n": 2}\'} <|endoftext|>'
     )
     conv = parse_glaive(glaive_row(PREAMBLE + json.dumps({"name": "search"}), "USER: find", call))
-    assert conv.messages[-1]["tool_calls"][0]["function"]["arguments"] == {
-        "query": "Dune 'the movie'",
-        "n": 2,
-    }
+    assert conv.messages[-1]["tool_calls"][0]["function"]["arguments"] == (
+        '{"query": "Dune \'the movie\'", "n": 2}'
+    )
 
 
 def test_glaive_several_functions_follow_one_another():
@@ -276,6 +275,7 @@ def test_glaive_valid_json_arguments_object_is_accepted():
     )
     conv = parse_glaive(glaive_row(PREAMBLE + json.dumps(NEWS), "USER: news?", call))
     assert conv.messages[-1]["tool_calls"][0]["function"]["arguments"] == {"topic": "AI"}
+    assert conv.normalized == ()
 
 
 @pytest.mark.parametrize(

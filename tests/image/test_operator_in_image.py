@@ -20,7 +20,7 @@ from .conftest import DOCKER, IN, REPO
 pytestmark = [pytest.mark.image, pytest.mark.timeout(1800)]
 
 GJ = "/apis/draftgen.io/v1alpha1"
-APPS = "/apis/apps/v1"
+BATCH = "/apis/batch/v1"
 NS = "drafters"
 # As tests/operator/conftest.py sets them for its in-process runs.
 OPERATOR_ENV = {
@@ -89,9 +89,9 @@ def test_operator_starts_in_the_container_and_reconciles(container, emulator):
         job = copy.deepcopy(job)
         job["metadata"] = {"name": "kimi", "namespace": NS}
         emulator.create(GJ, "generationjobs", NS, job)
-        _wait(
-            lambda: emulator.get(APPS, "deployments", NS, "kimi-server-0"), "the server Deployment"
-        )
+        # With the default settings the first child is the preflight Job (the server follows
+        # once it passed: tests/operator/test_preflight_operator.py).
+        _wait(lambda: emulator.get(BATCH, "jobs", NS, "kimi-preflight"), "the preflight Job")
         text = _wait(
             lambda: (
                 (t := httpx.get(f"http://127.0.0.1:{metrics}/metrics").text)

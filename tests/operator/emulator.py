@@ -20,7 +20,9 @@ What the subclass adds (see /work/shared/notes/kubernetes-testing.md):
   grants, and the `OwnerReferencesPermissionEnforcement` admission plugin's rule, with the real
   server's 403 messages;
 - the kinds kopf manages when a real server serves them (MutatingWebhookConfiguration, kopf's
-  peerings).
+  peerings);
+- the pod proxy (`GET .../pods/NAME:PORT/proxy/PATH`), forwarded to the pod's `status.podIP`
+  as a real API server does (`draftgen top gj/NAME` reads the pods' `/metrics` through it).
 What it still does not do: garbage collection, other admission, schema validation, controllers (no
 ReplicaSet, no pod, no Job status appears by itself: tests patch those in).
 """
@@ -30,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import itertools
+import re
 import threading
 import time
 import uuid
@@ -42,6 +45,8 @@ import jsonpatch
 import kmock
 import yaml
 from kmock._internal import k8s as kmock_k8s
+
+_POD_PROXY = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/:]+):(\d+)/proxy/(.*)$")
 
 RESOURCES = {
     "v1/pods": dict(kind="Pod", namespaced=True, subresources={"status"}),
@@ -188,6 +193,9 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
         return min(self._unstored) - 1 if self._unstored else self._last_version
 
     async def _handle(self, request: kmock.Request):  # type: ignore[override]
+        proxied = _POD_PROXY.match(request.url.path)
+        if proxied is not None and str(request.method).upper().endswith("GET"):
+            return await self._proxy_pod(*proxied.groups())
         version = None
         if (
             request.resource is not None
@@ -208,6 +216,48 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
         finally:
             if version is not None:
                 self._unstored.discard(int(version))
+
+    async def _proxy_pod(self, namespace: str, name: str, port: str, path: str):
+        """GET on a pod's port through the API server, answered as kube-apiserver answers:
+        the pod's own reply, else 503 with the dial error (404 for no such pod)."""
+        from aiohttp import web
+
+        async with self._lock:
+            pod = next(
+                (
+                    obj.raw
+                    for (resource, ns, n), obj in self._objects.items()
+                    if resource.plural == "pods"
+                    and ns == namespace
+                    and n == name
+                    and not obj.deleted
+                ),
+                None,
+            )
+        ip = ((pod or {}).get("status") or {}).get("podIP")
+        if pod is None:
+            return web.json_response(
+                {
+                    "kind": "Status",
+                    "status": "Failure",
+                    "reason": "NotFound",
+                    "code": 404,
+                    "message": f'pods "{name}" not found',
+                },
+                status=404,
+            )
+        try:
+            async with httpx.AsyncClient(timeout=5.0) as client:
+                rsp = await client.get(f"http://{ip}:{port}/{path}")
+        except httpx.HTTPError as err:
+            return web.Response(
+                status=503, text=f"error trying to reach service: dial tcp {ip}:{port}: {err}"
+            )
+        return web.Response(
+            status=rsp.status_code,
+            body=rsp.content,
+            headers={"Content-Type": rsp.headers.get("content-type", "text/plain")},
+        )
 
     async def _serve_watch(self, request: kmock.Request):  # type: ignore[override]
         """kmock's watch, except: objects the client listed already (`resourceVersion`) are

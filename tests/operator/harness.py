@@ -34,6 +34,9 @@ OPERATOR_TEST_ENV = {
     "DRAFTGEN_OPERATOR_HTTP_TIMEOUT_SECONDS": "1",
     "DRAFTGEN_OPERATOR_CRASH_LOOP_RESTARTS": "3",
     "DRAFTGEN_OPERATOR_GENERATOR_IMAGE": "registry.example/draftgen:test",
+    # The server's lifecycle without the preflight Job in front of it (tests/operator/
+    # test_preflight_operator.py turns it on).
+    "DRAFTGEN_OPERATOR_PREFLIGHT": "0",
 }
 
 

@@ -19,7 +19,7 @@ from .harness import Cluster, example_job
 @pytest.fixture
 def step(cluster: Cluster) -> Iterator:
     kube = Kube(cluster.emu.url, backoff=0.01)
-    reconciler = Reconciler(kube, OperatorSettings(http_timeout_seconds=0.2))
+    reconciler = Reconciler(kube, OperatorSettings(http_timeout_seconds=0.2, preflight=False))
 
     def run(name: str = "kimi") -> dict:
         fresh = kube.get("GenerationJob", cluster.ns, name)

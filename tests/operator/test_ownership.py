@@ -108,7 +108,8 @@ def _writes_to(cluster: Cluster, kind: str) -> list[str]:
 @pytest.fixture
 def rec(cluster: Cluster) -> Reconciler:
     return Reconciler(
-        Kube(cluster.emu.url, backoff=0.01), OperatorSettings(http_timeout_seconds=0.2)
+        Kube(cluster.emu.url, backoff=0.01),
+        OperatorSettings(http_timeout_seconds=0.2, preflight=False),
     )
 
 

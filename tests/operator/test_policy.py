@@ -21,7 +21,7 @@ from .harness import CORE, Cluster, example_job
 
 NS = "drafters"
 NETWORKING = "/apis/networking.k8s.io/v1"
-BASE = OperatorSettings(http_timeout_seconds=0.2)
+BASE = OperatorSettings(http_timeout_seconds=0.2, preflight=False)
 
 # policy → (a job edit it refuses, the field and the rule the refusal must name)
 REFUSED = {

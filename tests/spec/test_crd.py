@@ -55,7 +55,7 @@ def test_names_and_printer_columns():
     version = doc["spec"]["versions"][0]
     assert version["name"] == "v1alpha1" and version["subresources"] == {"status": {}}
     columns = [c["name"] for c in version["additionalPrinterColumns"]]
-    assert columns == ["Phase", "Progress", "Tok/s", "ETA", "Age"]
+    assert columns == ["Phase", "Progress", "Model", "Tok/s", "ETA", "Age"]
 
 
 @pytest.mark.parametrize("name", ["kimi-k2.5.yaml", "demo.yaml"])

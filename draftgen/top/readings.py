@@ -1,0 +1,217 @@
+"""Pages and documents → readings, without I/O: the generator's `/metrics` page (names from
+draftgen/contract/metrics.py), an SGLang server's `/metrics` page, a job manifest
+(docs/output-format.md) and a GenerationJob object (its spec for order and budgets, its status
+for counts)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from draftgen.contract import metrics as names
+from draftgen.contract import saturation
+
+from .model import Budget, DatasetReading, ServerReading
+
+
+class PageError(ValueError):
+    """A page that is not a Prometheus text page."""
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass
+class GeneratorPage:
+    """What the generator's `/metrics` page says."""
+
+    datasets: list[DatasetReading] = field(default_factory=list)
+    """In the page's order, which is the order the generator opened them: spec order."""
+    servers: list[str] = field(default_factory=list)
+    """The server URLs it sends to (the `server` label of its in-flight gauge)."""
+    throughput: float | None = None
+    eta_seconds: float | None = None
+    job_done: bool | None = None
+    series: int = 0
+    """draftgen_* samples on the page (0: the page has none of the generator's series)."""
+
+
+def _families(text: str):
+    try:
+        return list(text_string_to_metric_families(text))
+    except (ValueError, TypeError, IndexError) as err:
+        raise PageError(f"not a Prometheus text page: {err}") from None
+
+
+def parse_generator_page(text: str) -> GeneratorPage:
+    order: dict[str, None] = {}
+    counts: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    budget: dict[str, int] = {}
+    done: dict[str, bool] = {}
+    page = GeneratorPage()
+    servers: dict[str, None] = {}
+    for family in _families(text):
+        for s in family.samples:
+            if not s.name.startswith("draftgen_"):
+                continue
+            page.series += 1
+            ds = s.labels.get(names.DATASET)
+            if ds:
+                order.setdefault(ds, None)
+            if s.name == names.SAMPLES.name and ds:
+                counts[ds]["samples"] += s.value
+                if s.labels.get(names.FINISH_REASON) == "length":
+                    counts[ds]["truncated"] += s.value
+            elif s.name == names.COMPLETION_TOKENS.name and ds:
+                counts[ds]["completion"] += s.value
+            elif s.name == names.PROMPT_TOKENS.name and ds:
+                counts[ds]["prompt"] += s.value
+            elif s.name == names.REJECTS.name and ds:
+                counts[ds]["rejects"] += s.value
+            elif s.name == names.BUDGET.name and ds:
+                budget[ds] = int(s.value)
+            elif s.name == names.DATASET_DONE.name and ds:
+                done[ds] = s.value >= 1
+            elif s.name == names.REQUESTS_IN_FLIGHT.name:
+                server = s.labels.get(names.SERVER)
+                if server:
+                    servers.setdefault(server, None)
+            elif s.name == names.COMPLETION_TOKENS_PER_SECOND.name:
+                page.throughput = s.value if math.isfinite(s.value) else None
+            elif s.name == names.ETA.name:
+                page.eta_seconds = s.value if math.isfinite(s.value) else None
+            elif s.name == names.JOB_DONE.name:
+                page.job_done = s.value >= 1
+    for name in order:
+        c = counts[name]
+        page.datasets.append(
+            DatasetReading(
+                name=name,
+                samples=int(c["samples"]),
+                prompt_tokens=int(c["prompt"]),
+                completion_tokens=int(c["completion"]),
+                truncated=int(c["truncated"]),
+                rejects=int(c["rejects"]),
+                budget=Budget(completion_tokens=budget.get(name)),
+                done=done.get(name, False),
+            )
+        )
+    page.servers = list(servers)
+    return page
+
+
+def parse_server_page(text: str, name: str) -> ServerReading:
+    """An SGLang `/metrics` page; a gauge with several label sets (ranks) keeps its largest value,
+    the binding one, as the generator's admission reads it."""
+    values: dict[str, float] = {}
+    for family in _families(text):
+        for s in family.samples:
+            if s.name in (saturation.TOKEN_USAGE, saturation.QUEUE, saturation.RUNNING):
+                values[s.name] = max(values.get(s.name, s.value), s.value)
+    return ServerReading(
+        name=name,
+        token_usage=values.get(saturation.TOKEN_USAGE),
+        running=values.get(saturation.RUNNING),
+        queued=values.get(saturation.QUEUE),
+    )
+
+
+def _budget(raw: Any) -> Budget:
+    raw = raw if isinstance(raw, dict) else {}
+    return Budget(
+        completion_tokens=_int(raw.get("completionTokens")),
+        total_tokens=_int(raw.get("totalTokens")),
+        max_samples=_int(raw.get("maxSamples")),
+    )
+
+
+@dataclass
+class ManifestReading:
+    datasets: list[DatasetReading]
+    throughput: float | None
+    eta_seconds: float | None
+    job_done: bool | None
+    updated_at: float | None
+
+
+def parse_job_manifest(data: Any) -> ManifestReading:
+    """The job manifest `DIR/manifest.json` the generator rewrites every few seconds."""
+    if not isinstance(data, dict) or not isinstance(data.get("datasets"), dict):
+        raise PageError("not a job manifest (no `datasets` object)")
+    out = []
+    for name, d in data["datasets"].items():
+        if not isinstance(d, dict):
+            continue
+        raw_reasons = d.get("finish_reasons")
+        reasons: dict[str, Any] = raw_reasons if isinstance(raw_reasons, dict) else {}
+        out.append(
+            DatasetReading(
+                name=str(name),
+                samples=_int(d.get("samples")) or 0,
+                prompt_tokens=_int(d.get("prompt_tokens")) or 0,
+                completion_tokens=_int(d.get("completion_tokens")) or 0,
+                truncated=_int(reasons.get("length")),
+                rejects=_int(d.get("rejects")) or 0,
+                budget=_budget(d.get("budget")),
+                done=d.get("done") is True,
+                exhausted=d.get("exhausted") is True,
+            )
+        )
+    rate = data.get("throughput_tokens_per_second")
+    eta = data.get("eta_seconds")
+    updated = data.get("updated_at")
+    return ManifestReading(
+        datasets=out,
+        throughput=float(rate) if isinstance(rate, int | float) else None,
+        eta_seconds=float(eta) if isinstance(eta, int | float) else None,
+        job_done=data.get("done") if isinstance(data.get("done"), bool) else None,
+        updated_at=float(updated) if isinstance(updated, int | float) else None,
+    )
+
+
+def spec_budgets(job: dict[str, Any]) -> dict[str, Budget]:
+    """Dataset name → budget, in spec order, from a GenerationJob object."""
+    datasets = ((job.get("spec") or {}).get("datasets")) or []
+    return {
+        str(d.get("name")): _budget(d.get("budget"))
+        for d in datasets
+        if isinstance(d, dict) and d.get("name")
+    }
+
+
+def merge_spec(readings: list[DatasetReading], budgets: dict[str, Budget]) -> list[DatasetReading]:
+    """Readings in spec order with the spec's whole budget (the generator's page carries only the
+    completion-token budget); a dataset of the spec not read yet shows as zero."""
+    from dataclasses import replace
+
+    by_name = {r.name: r for r in readings}
+    out = [replace(by_name.get(n) or DatasetReading(n), budget=b) for n, b in budgets.items()]
+    out += [r for r in readings if r.name not in budgets]
+    return out
+
+
+def status_datasets(job: dict[str, Any]) -> list[DatasetReading]:
+    """The GenerationJob status's per-dataset figures (the operator's last scrape)."""
+    status = job.get("status") or {}
+    out = []
+    for d in status.get("datasets") or []:
+        if not isinstance(d, dict) or not d.get("name"):
+            continue
+        out.append(
+            DatasetReading(
+                name=str(d["name"]),
+                samples=_int(d.get("samples")) or 0,
+                prompt_tokens=_int(d.get("promptTokens")) or 0,
+                completion_tokens=_int(d.get("completionTokens")) or 0,
+                truncated=None,
+                rejects=_int(d.get("rejects")) or 0,
+                budget=Budget(completion_tokens=_int(d.get("budgetCompletionTokens"))),
+                done=d.get("done") is True,
+            )
+        )
+    return out
