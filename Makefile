@@ -6,7 +6,7 @@ VENV := .cache/venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test test-fast setup venv sglang trainers models system docker image crd bench clean lint format dist
+.PHONY: all demo test test-fast setup venv sglang trainers models system docker image crd metrics-doc bench clean lint format dist
 
 all: test
 
@@ -75,6 +75,10 @@ crd: venv
 	$(VENV)/bin/draftgen crd --write crds/generationjob.yaml charts/draftgen/crds/generationjob.yaml
 	$(VENV)/bin/draftgen crd --values-schema charts/draftgen/values.schema.json
 	$(VENV)/bin/draftgen explain --reference > docs/reference.md
+
+# Regenerate docs/metrics.md's tables from draftgen/contract/metrics.py (a test checks them).
+metrics-doc: venv
+	$(VENV)/bin/python -m draftgen.contract.metrics_doc
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; tests/layout/test_checks.py runs the
 # same in `make test`, and .pre-commit-config.yaml before each commit.

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import signal
 import sys
+from pathlib import Path
 
 # The parser is defined next to the argv the operator renders, so the two cannot disagree.
 from draftgen.contract.generator_cli import ExitCode, add_arguments
@@ -95,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
         log_format=args.log_format,
         health_timeout=args.health_timeout,
         allow_spec_change=args.allow_spec_change,
+        generationjob=args.generationjob,
+        namespace=args.namespace,
     )
     from .input_preflight import InputsRefused, check_inputs, problems
     from .inputs import iter_samples
@@ -128,7 +131,10 @@ def run(args: argparse.Namespace) -> int:
                 )
 
             runner = Runner(job, settings, source, getattr(ctx, "tokenizer", None), check)
-            return asyncio.run(_main(runner, args.metrics_linger if args.metrics_port else 0.0))
+            code = asyncio.run(_main(runner, args.metrics_linger if args.metrics_port else 0.0))
+        if code == ExitCode.OK:
+            code = _exports(job, output, args)
+        return code
     except InputsRefused as err:
         for line in err.lines:
             log.error("refusing to start: %s", line)
@@ -151,6 +157,21 @@ def run(args: argparse.Namespace) -> int:
             raise
         log.error("%s", problem)
         return ExitCode.INVALID
+
+
+def _exports(job, output: Path, args: argparse.Namespace) -> int:
+    """spec.exports once every dataset is done, and their results in `--result-file`."""
+    from .exports import ExportFailed, run_exports, write_results
+
+    root = args.exports_root if args.exports_root is not None else output.resolve().parent
+    try:
+        results = run_exports(job, output, root)
+    except ExportFailed as err:
+        logging.getLogger("draftgen.generate").error("%s", err)
+        return ExitCode.EXPORT_FAILED
+    if args.result_file is not None:
+        write_results(args.result_file, results)
+    return ExitCode.OK
 
 
 async def _main(runner, linger: float = 0.0) -> int:

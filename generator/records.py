@@ -105,7 +105,7 @@ def write_manifests(
     gauges from the same figures."""
     ledgers = [d.ledger for d in datasets]
     eta = eta_seconds(ledgers, rate)
-    metrics.throughput.set(rate)
+    metrics.completion_tokens_per_second.set(rate)
     if eta is not None:
         metrics.eta.set(eta)
     done = all(ledger.done for ledger in ledgers)

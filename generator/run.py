@@ -31,7 +31,7 @@ from .demand import budget_admits_sample, server_views
 from .feed import Feed
 from .fleet import Fleet, RunError, Server, ServersDown
 from .lock import OutputLock
-from .metrics import GeneratorMetrics
+from .metrics import GeneratorMetrics, job_labels
 from .progress import Progress, RateMeter, eta_seconds, server_figures
 from .records import generation_record, reject_key, reject_record, write_manifests
 from .samples import TOOL_FALLBACK, Reject, Sample
@@ -71,6 +71,10 @@ class Settings:
     """Replaces the network in tests of the client's error handling."""
     allow_spec_change: bool = False
     """Resume a dataset whose fingerprint changed as a new shard series instead of refusing."""
+    generationjob: str | None = None
+    """The `generationjob` label of every metric series (None: the job's metadata.name)."""
+    namespace: str | None = None
+    """The `namespace` label of every metric series (None: the job's metadata.namespace)."""
 
 
 class Runner:
@@ -92,7 +96,12 @@ class Runner:
         self.source = source
         self.tokenizer = tokenizer
         self.gen = job.spec.generator
-        self.metrics = GeneratorMetrics()
+        self.metrics = GeneratorMetrics(
+            job_labels(
+                settings.generationjob or job.metadata.name,
+                settings.namespace or job.metadata.namespace,
+            )
+        )
         self.rate = RateMeter()
         self.run_nonce = uuid.uuid4().hex[:8]
         self._wake = asyncio.Event()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from draftgen.contract.metrics import RejectReason
+
 TOOL_FALLBACK = "tool_fallback"
 """The reject reason, and the `meta.sample` key, of a prompt whose tools were declared in a
 fallback form (`render.Rendered.tool_fallback`: why)."""
@@ -43,9 +45,13 @@ class Reject:
     source_index: int
     id: str | None
     reason: str
-    """Short code: `malformed_json`, `missing_field`, `empty_conversation`, `unknown_role`,
-    `bad_tools`, `invalid_utf8`, `prompt_too_long`, `template_error`, `tool_fallback`,
-    `request_failed`, ..."""
+    """One of `RejectReason` (draftgen/contract/metrics.py): `malformed_json`, `missing_field`,
+    `empty_conversation`, `prompt_too_long`, `tool_fallback`, `request_failed`, ..."""
 
     detail: str = ""
     """What exactly was wrong, for a person."""
+
+    def __post_init__(self) -> None:
+        # One closed set of reasons, so every reason's counter can exist at 0 from the start; a
+        # reason outside it is a bug here, not a new label value on a dashboard.
+        object.__setattr__(self, "reason", RejectReason(self.reason))

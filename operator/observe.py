@@ -10,6 +10,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from draftgen.contract.export_cli import ResultError, parse_results
+from draftgen.spec import ExportStatus
+
 from . import names
 
 # Words in a crash's termination message that mean the GPU ran out of memory.
@@ -198,3 +201,21 @@ def running_pod_ips(pods: list[dict[str, Any]]) -> list[str]:
         if status.get("phase") == "Running" and status.get("podIP"):
             out.append(status["podIP"])
     return out
+
+
+def export_results(pods: list[dict[str, Any]]) -> list[ExportStatus] | None:
+    """What the succeeded generator pod's exports wrote (its termination message, from
+    `--result-file`), or None when no pod reports them (none succeeded yet, or it is gone)."""
+    for pod in pods:
+        cs = _container(pod, names.GENERATOR_CONTAINER)
+        term = ((cs or {}).get("state") or {}).get("terminated") or {}
+        if term.get("exitCode") != 0 or not term.get("message"):
+            continue
+        try:
+            results = parse_results(term["message"])
+        except ResultError:
+            continue
+        return [
+            ExportStatus(format=r.format, path=r.path, rows=r.rows, card=r.card) for r in results
+        ]
+    return None

@@ -79,7 +79,7 @@ def parse_metrics(text: str) -> GeneratorProgress:
                 budget[ds] = s.value
             elif s.name == metrics.DATASET_DONE.name and ds:
                 done[ds] = s.value >= 1
-            elif s.name == metrics.THROUGHPUT.name:
+            elif s.name == metrics.COMPLETION_TOKENS_PER_SECOND.name:
                 throughput = s.value
             elif s.name == metrics.ETA.name:
                 eta = s.value if math.isfinite(s.value) else None

@@ -333,6 +333,9 @@ class Reconciler:
                 stop_generator=False,
             )
         if outcome == "succeeded":
+            exports = observe.export_results(gen_pods) if spec.exports else None
+            if exports is not None:
+                status.exports = exports
             decisions.mark_succeeded(status, gen, now)
             return self._finished(ref, spec, status, now)
         status.plan = plan_figures(ref.name, ref.namespace, spec, status) or status.plan

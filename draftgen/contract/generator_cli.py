@@ -30,6 +30,10 @@ class Flag(enum.StrEnum):
     PROGRESS = "--progress"
     HEALTH_TIMEOUT = "--health-timeout"
     ALLOW_SPEC_CHANGE = "--allow-spec-change"
+    GENERATIONJOB = "--generationjob"
+    NAMESPACE = "--namespace"
+    EXPORTS_ROOT = "--exports-root"
+    RESULT_FILE = "--result-file"
     LOG_FORMAT = "--log-format"
 
 
@@ -68,6 +72,13 @@ class ExitCode(enum.IntEnum):
         7,
         "the model hub could not be reached or broke off; run again: it fetches only what is missing",
     )
+    EXPORT_FAILED = (
+        8,
+        (
+            "every dataset is done but an export of spec.exports failed (named in the log); the "
+            "records are complete"
+        ),
+    )
     SIGINT = 130, "interrupted (SIGINT); run the same command again to resume"
     PIPE_CLOSED = (
         141,
@@ -76,7 +87,12 @@ class ExitCode(enum.IntEnum):
     SIGTERM = 143, "terminated (SIGTERM); run the same command again to resume"
 
 
-FATAL_EXIT_CODES: tuple[ExitCode, ...] = (ExitCode.INVALID, ExitCode.INTEGRITY, ExitCode.DISK_FULL)
+FATAL_EXIT_CODES: tuple[ExitCode, ...] = (
+    ExitCode.INVALID,
+    ExitCode.INTEGRITY,
+    ExitCode.DISK_FULL,
+    ExitCode.EXPORT_FAILED,
+)
 """Exit codes a retry cannot fix: the operator fails the Job at once on these."""
 
 
@@ -100,6 +116,10 @@ class GeneratorArgs:
     inputs: str | None = None
     metrics_port: int | None = None
     metrics_linger_seconds: int | None = None
+    generationjob: str | None = None
+    namespace: str | None = None
+    exports_root: str | None = None
+    result_file: str | None = None
     log_format: str | None = None
 
     def argv(self) -> list[str]:
@@ -115,6 +135,14 @@ class GeneratorArgs:
             args += [Flag.METRICS_PORT.value, str(self.metrics_port)]
         if self.metrics_linger_seconds is not None:
             args += [Flag.METRICS_LINGER.value, str(self.metrics_linger_seconds)]
+        if self.generationjob is not None:
+            args += [Flag.GENERATIONJOB.value, self.generationjob]
+        if self.namespace is not None:
+            args += [Flag.NAMESPACE.value, self.namespace]
+        if self.exports_root is not None:
+            args += [Flag.EXPORTS_ROOT.value, self.exports_root]
+        if self.result_file is not None:
+            args += [Flag.RESULT_FILE.value, self.result_file]
         if self.log_format is not None:
             args += [Flag.LOG_FORMAT.value, self.log_format]
         return args
@@ -158,6 +186,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="after a finished job, keep serving metrics this long so Prometheus "
         "scrapes the final counts (a signal ends the wait; default 0)",
+    )
+    parser.add_argument(
+        Flag.GENERATIONJOB.value,
+        default=None,
+        metavar="NAME",
+        help="the `generationjob` label of every metric series (default: the job file's "
+        "metadata.name)",
+    )
+    parser.add_argument(
+        Flag.NAMESPACE.value,
+        default=None,
+        help="the `namespace` label of every metric series (default: the job file's "
+        "metadata.namespace; none when it has none)",
+    )
+    parser.add_argument(
+        Flag.EXPORTS_ROOT.value,
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="directory spec.exports[].path is relative to (default: the output directory's "
+        "parent; in a cluster the output volume)",
+    )
+    parser.add_argument(
+        Flag.RESULT_FILE.value,
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="after the exports, write what each produced (path, rows, card) as JSON here "
+        "(the operator passes the container's termination-message file)",
     )
     parser.add_argument(
         Flag.PROGRESS.value,

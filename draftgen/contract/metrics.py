@@ -1,11 +1,14 @@
-"""The generator's Prometheus series (docs/metrics.md): names, help and label names, defined once.
+"""The generator's Prometheus series (docs/metrics.md): names, help, label names and the closed
+sets of label values, defined once.
 
-`generator/metrics.py` builds its prometheus_client objects from these definitions and
-`operator/progress.py` reads the scraped page by the same names.
+`generator/metrics.py` builds its prometheus_client objects from these definitions,
+`operator/progress.py` reads the scraped page by the same names, `draftgen top` shows them, and
+docs/metrics.md is generated from them (`make metrics-doc`; tests/contract checks it is current).
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Literal
 
@@ -15,6 +18,52 @@ FINISH_REASON = "finish_reason"
 REASON = "reason"
 KIND = "kind"
 SERVER = "server"
+GENERATIONJOB = "generationjob"
+NAMESPACE = "namespace"
+
+JOB_LABELS: tuple[str, ...] = (GENERATIONJOB, NAMESPACE)
+"""On every series: the GenerationJob the generator works for and its namespace (the operator
+passes them; a local run takes them from the job file's metadata). A label whose value is
+unknown (a local job file without a namespace) is left out."""
+
+
+class RejectReason(enum.StrEnum):
+    """Why a row (or a request) became a reject instead of a sample: the `reason` label of
+    `draftgen_rejects_total` and the `reason` of every rejects record. Every reason's series
+    exists at 0 from the start, so a panel or an alert never reads "No data"."""
+
+    INVALID_UTF8 = "invalid_utf8"
+    MALFORMED_JSON = "malformed_json"
+    WRONG_TYPE = "wrong_type"
+    UNREADABLE_ROW_GROUP = "unreadable_row_group"
+    MISSING_FIELD = "missing_field"
+    EMPTY_CONVERSATION = "empty_conversation"
+    EMPTY_PROMPT = "empty_prompt"
+    UNKNOWN_ROLE = "unknown_role"
+    BAD_TOOLS = "bad_tools"
+    BAD_TOOL_CALL = "bad_tool_call"
+    BAD_TOKEN_ID = "bad_token_id"
+    DUPLICATE_ID = "duplicate_id"
+    TOOLS_MISSING = "tools_missing"
+    MISSING_GENERATION_PREFIX = "missing_generation_prefix"
+    TEMPLATE_ERROR = "template_error"
+    TOOL_FALLBACK = "tool_fallback"
+    PROMPT_TOO_LONG = "prompt_too_long"
+    REQUEST_FAILED = "request_failed"
+
+
+class ErrorKind(enum.StrEnum):
+    """The `kind` label of `draftgen_errors_total` (each present at 0 from the start)."""
+
+    CONNECT = "connect"
+    TIMEOUT = "timeout"
+    HTTP_5XX = "http_5xx"
+    BAD_RESPONSE = "bad_response"
+    ABORT = "abort"
+
+
+FINISH_REASONS: tuple[str, ...] = ("stop", "length")
+"""The `finish_reason` label of the sample and completion-token counters."""
 
 MetricType = Literal["counter", "gauge", "histogram"]
 
@@ -29,20 +78,35 @@ class Metric:
     type: MetricType
     help: str
     labels: tuple[str, ...] = ()
+    """The series' own labels; `JOB_LABELS` come on top of them."""
+
+    note: str = ""
+    """What docs/metrics.md says beyond the help text."""
 
 
-SAMPLES = Metric("draftgen_samples_total", "counter", "samples written", (DATASET, FINISH_REASON))
+SAMPLES = Metric(
+    "draftgen_samples_total",
+    "counter",
+    "samples written",
+    (DATASET, FINISH_REASON),
+    "`finish_reason` is `stop` or `length` (cut at maxNewTokens)",
+)
 COMPLETION_TOKENS = Metric(
     "draftgen_completion_tokens_total",
     "counter",
     "completion tokens of written samples",
     (DATASET, FINISH_REASON),
+    "what budgets count",
 )
 PROMPT_TOKENS = Metric(
     "draftgen_prompt_tokens_total", "counter", "prompt tokens of written samples", (DATASET,)
 )
 REJECTS = Metric(
-    "draftgen_rejects_total", "counter", "rows or requests rejected", (DATASET, REASON)
+    "draftgen_rejects_total",
+    "counter",
+    "rows or requests rejected",
+    (DATASET, REASON),
+    "`reason`: one of `RejectReason` (listed below); every one present at 0",
 )
 TOOL_FALLBACKS = Metric(
     "draftgen_tool_fallbacks_total",
@@ -51,10 +115,18 @@ TOOL_FALLBACKS = Metric(
     (DATASET,),
 )
 ERRORS = Metric(
-    "draftgen_errors_total", "counter", "request errors by kind, retried or not", (KIND,)
+    "draftgen_errors_total",
+    "counter",
+    "request errors by kind, retried or not",
+    (KIND,),
+    "`kind`: " + ", ".join(f"`{k}`" for k in ErrorKind) + "; every one present at 0",
 )
 BUDGET = Metric(
-    "draftgen_budget_completion_tokens", "gauge", "the completion-token budget", (DATASET,)
+    "draftgen_budget_completion_tokens",
+    "gauge",
+    "the completion-token budget",
+    (DATASET,),
+    "absent for a dataset without a token budget",
 )
 BUDGET_REMAINING = Metric(
     "draftgen_budget_remaining_completion_tokens",
@@ -83,11 +155,17 @@ REQUEST_LATENCY = Metric(
     "end-to-end latency of successful requests",
     (DATASET,),
 )
-THROUGHPUT = Metric(
-    "draftgen_throughput_tokens_per_second", "gauge", "completion tokens/s over the last minute"
+COMPLETION_TOKENS_PER_SECOND = Metric(
+    "draftgen_completion_tokens_per_second",
+    "gauge",
+    "completion tokens written per second over the last minute",
+    note="the rate the ETA is computed from",
 )
 ETA = Metric(
-    "draftgen_eta_seconds", "gauge", "seconds until every budget is met at the current rate"
+    "draftgen_eta_seconds",
+    "gauge",
+    "seconds until every budget is met at the current rate",
+    note="0 until a rate is known; stays at its last value when the rate falls to 0",
 )
 JOB_DONE = Metric("draftgen_job_done", "gauge", "1 when the whole job is done")
 
@@ -104,7 +182,7 @@ ALL: tuple[Metric, ...] = (
     REQUESTS_IN_FLIGHT,
     TOKENS_IN_FLIGHT,
     REQUEST_LATENCY,
-    THROUGHPUT,
+    COMPLETION_TOKENS_PER_SECOND,
     ETA,
     JOB_DONE,
 )

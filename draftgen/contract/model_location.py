@@ -67,3 +67,17 @@ def loader_name(location: str) -> str:
     """What `from_pretrained` and SGLang's `--model-path` take: the hub id, or the path."""
     loc = parse(location)
     return loc.repo_id if isinstance(loc, HubModel) else loc.path
+
+
+def model_name(location: str) -> str:
+    """The model's name for a dataset card's `base_model`, never a local path: the hub id; for
+    a directory in a Hugging Face cache (`…/models--ORG--NAME/snapshots/REV`) the id it holds;
+    else the directory's own name (`/models/kimi-k2.5` → `kimi-k2.5`)."""
+    loc = parse(location)
+    if isinstance(loc, HubModel):
+        return loc.repo_id
+    parts = [p for p in loc.path.replace("\\", "/").split("/") if p not in ("", ".")]
+    for part in reversed(parts):
+        if part.startswith("models--") and part.count("--") >= 2:
+            return "/".join(part.removeprefix("models--").split("--", 1))
+    return parts[-1] if parts else loc.path

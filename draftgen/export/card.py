@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from draftgen.contract.model_location import loader_name
+from draftgen.contract.model_location import model_name
 
 from .records import Manifests
 from .select import HISTOGRAM_EDGES, ExportOptions, ExportSummary
@@ -29,7 +29,7 @@ def yaml_header(data_files: dict[str, str], model: str | None) -> str:
         "tags": ["draftgen", "speculative-decoding", "eagle3", "synthetic"],
     }
     if model:
-        header["base_model"] = loader_name(model)
+        header["base_model"] = model_name(model)  # a name or hub id, never a local path
     return "---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n"
 
 

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# The card's and the summary's names are the contract's: `draftgen generate` reads them back.
+from draftgen.contract.export_cli import CARD_FILE, SUMMARY_FILE
 from draftgen.contract.generator_cli import ExitCode
 
 from . import card
@@ -23,7 +25,6 @@ from .tokenizer import load_tokenizer, tokenizer_location
 FORMATS = ("speculators", "specforge", "specforge-conversations", "parquet")
 # The formats that decode text and so need the target model's tokenizer.
 TEXT_FORMATS = ("speculators", "specforge-conversations")
-SUMMARY_FILE = "export-summary.json"
 RETOKENIZATION_WARNING = (
     "draftgen export: warning: --format specforge-conversations writes text, which SpecForge "
     "renders with its own chat template and tokenizes again: the ids it trains on can differ "
@@ -179,7 +180,7 @@ def export(
             )
         data_files = dict(sorted(data_files.items(), key=lambda kv: kv[0] != "train"))
         summary.trainer_hint = trainer_hint(export_format, out, summary, tokenizer, specforge_text)
-        (staging / "README.md").write_text(
+        (staging / CARD_FILE).write_text(
             card.render(summary, manifests, options, data_files, export_format),
             encoding="utf-8",
         )

@@ -2,6 +2,7 @@
 
 from .base import SpecModel
 from .datasets import Budget, DatasetFormat, DatasetSpec, Selection
+from .exports import ExportFormat, ExportOptionsSpec, ExportSpec, ExportStatus
 from .job import (
     API_VERSION,
     GROUP,
@@ -57,6 +58,10 @@ __all__ = [
     "DatasetProgress",
     "DatasetSpec",
     "ExpectedLengths",
+    "ExportFormat",
+    "ExportOptionsSpec",
+    "ExportSpec",
+    "ExportStatus",
     "GenerationJob",
     "GenerationJobSpec",
     "GenerationJobStatus",

@@ -8,6 +8,7 @@ from pydantic import Field, StrictBool, StrictInt, field_validator, model_valida
 
 from .base import SpecModel
 from .datasets import DatasetSpec
+from .exports import ExportSpec
 from .model import ModelSpec
 from .planning import PlanningSpec
 from .runtime import GeneratorSpec, InputsSpec, OutputSpec
@@ -51,6 +52,10 @@ class GenerationJobSpec(SpecModel):
     output: OutputSpec = Field(default_factory=OutputSpec)
     """Where records are written."""
 
+    exports: list[ExportSpec] = Field(default_factory=list, max_length=32)
+    """Exports for drafter trainers, written on the output volume by the generator Job after
+    every dataset is done (`draftgen export`); `status.exports` lists them."""
+
     planning: PlanningSpec = Field(default_factory=PlanningSpec)
     """Inputs of the capacity planner (`draftgen plan`): GPU memory, one measured start, mean
     lengths, decode speed. Changes nothing at run time."""
@@ -74,6 +79,32 @@ class GenerationJobSpec(SpecModel):
                     "(they name output directories)"
                 )
             seen.add(ds.name)
+        return self
+
+    @model_validator(mode="after")
+    def _exports_beside_the_records(self) -> GenerationJobSpec:
+        records = self.output.path.strip("/")
+        seen: set[str] = set()
+        for i, export in enumerate(self.exports):
+            if records in ("", "."):
+                raise ValueError(
+                    f"exports[{i}].path: the records fill the whole output volume (output.path "
+                    "is '.'), and an export must sit beside them, not inside; set output.path, "
+                    "e.g. output.path: records"
+                )
+            if export.path == records or export.path.startswith(records + "/"):
+                raise ValueError(
+                    f"exports[{i}].path: {export.path!r} is inside the records directory "
+                    f"{records!r}; put it beside them, e.g. exports/{export.format}"
+                )
+            if records.startswith(export.path + "/"):
+                raise ValueError(
+                    f"exports[{i}].path: {export.path!r} holds the records directory "
+                    f"{records!r} (each run replaces the export whole); choose another path"
+                )
+            if export.path in seen:
+                raise ValueError(f"exports[{i}].path: {export.path!r} is used twice")
+            seen.add(export.path)
         return self
 
     @model_validator(mode="after")

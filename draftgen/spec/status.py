@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import StatusModel
+from .exports import ExportStatus
 
 Phase = Literal[
     "Pending",
@@ -234,3 +235,6 @@ class GenerationJobStatus(StatusModel):
 
     completion_time: str | None = None
     """When the job succeeded or failed (RFC 3339)."""
+
+    exports: list[ExportStatus] = Field(default_factory=list)
+    """The exports of `spec.exports` the generator Job wrote, once it succeeded."""

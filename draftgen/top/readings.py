@@ -81,7 +81,7 @@ def parse_generator_page(text: str) -> GeneratorPage:
                 server = s.labels.get(names.SERVER)
                 if server:
                     servers.setdefault(server, None)
-            elif s.name == names.THROUGHPUT.name:
+            elif s.name == names.COMPLETION_TOKENS_PER_SECOND.name:
                 page.throughput = s.value if math.isfinite(s.value) else None
             elif s.name == names.ETA.name:
                 page.eta_seconds = s.value if math.isfinite(s.value) else None

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from draftgen.contract.export_cli import TERMINATION_MESSAGE_PATH
 from draftgen.contract.generator_cli import FATAL_EXIT_CODES, GeneratorArgs
 from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
 
@@ -75,7 +76,9 @@ def output_dir(spec: GenerationJobSpec) -> str:
 METRICS_LINGER_SECONDS = 60
 
 
-def generator_args(spec: GenerationJobSpec, endpoints: list[str]) -> list[str]:
+def generator_args(
+    spec: GenerationJobSpec, endpoints: list[str], job_name: str, namespace: str
+) -> list[str]:
     return GeneratorArgs(
         job=names.JOB_FILE,
         servers=list(endpoints),
@@ -84,6 +87,13 @@ def generator_args(spec: GenerationJobSpec, endpoints: list[str]) -> list[str]:
         metrics_port=spec.generator.metrics_port,
         # outlive two scrape intervals (15-30 s) so the final counts reach Prometheus
         metrics_linger_seconds=METRICS_LINGER_SECONDS,
+        # every series names its GenerationJob, whatever scrapes it (docs/metrics.md)
+        generationjob=job_name,
+        namespace=namespace,
+        # spec.exports: written on the output volume after generation, reported to the
+        # operator through the container's termination message
+        exports_root=spec.output.mount_path if spec.exports else None,
+        result_file=TERMINATION_MESSAGE_PATH if spec.exports else None,
         log_format="json",  # one object a line: what log stacks parse
     ).argv()
 
@@ -156,7 +166,7 @@ def job(
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["draftgen"],
-        "args": generator_args(spec, endpoints),
+        "args": generator_args(spec, endpoints, job_name, namespace),
         "env": env,
         "ports": [{"name": "metrics", "containerPort": g.metrics_port, "protocol": "TCP"}],
         "volumeMounts": mounts,

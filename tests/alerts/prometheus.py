@@ -21,7 +21,8 @@ class PrometheusServer:
     """`with PrometheusServer(tmp, targets) as prom: prom.query_range(expr, start, end)`.
 
     `targets` maps a job name to (host:port, extra target labels); the labels stand in for what
-    the chart's PodMonitors attach in a cluster (namespace, pod).
+    the chart's PodMonitors attach in a cluster (namespace, pod, generationjob); `honor_labels`
+    per job stands in for a PodMonitor's `honorLabels`.
     """
 
     def __init__(
@@ -30,6 +31,7 @@ class PrometheusServer:
         targets: dict[str, tuple[str, dict[str, str]]],
         rule_files: list[Path] = (),
         metric_relabel_configs: dict[str, list[dict]] | None = None,
+        honor_labels: dict[str, bool] | None = None,
     ) -> None:
         if PROMETHEUS is None:
             raise RuntimeError("prometheus is not installed: run `make system`")
@@ -48,6 +50,7 @@ class PrometheusServer:
                     "job_name": job,
                     "static_configs": [{"targets": [target], "labels": labels}],
                     "metric_relabel_configs": (metric_relabel_configs or {}).get(job, []),
+                    "honor_labels": (honor_labels or {}).get(job, False),
                 }
                 for job, (target, labels) in targets.items()
             ],

@@ -1,7 +1,7 @@
 """The Grafana dashboard (charts/draftgen/files/dashboard.json) shows what the issue asks for,
 every query is valid PromQL, and every metric a query or an alert reads is one the generator
-promises (docs/metrics.md) or SGLang exports: a renamed metric must fail here, not read zero
-silently on a dashboard (field facts, lesson 8)."""
+defines (draftgen/contract/metrics.py, docs/metrics.md) or SGLang exports: a renamed metric must
+fail here, not read zero silently on a dashboard (field facts, lesson 8)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from draftgen.contract import metrics
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = json.loads((REPO / "charts" / "draftgen" / "files" / "dashboard.json").read_text())
@@ -40,9 +42,12 @@ SUFFIXES = ("_bucket", "_sum", "_count")
 
 def dashboard_exprs() -> list[tuple[str, str]]:
     """(panel title, expression with the dashboard variables filled as "All")."""
-    return [
-        (p["title"], t["expr"].replace("$namespace", ".*")) for p in PANELS for t in p["targets"]
-    ]
+    return [(p["title"], fill_variables(t["expr"])) for p in PANELS for t in p["targets"]]
+
+
+def fill_variables(expr: str) -> str:
+    """A query as Grafana sends it with every variable at "All"."""
+    return expr.replace("$namespace", ".*").replace("$generationjob", ".*")
 
 
 def _metric_names(expr: str) -> set[str]:
@@ -57,8 +62,7 @@ def _metric_names(expr: str) -> set[str]:
 
 
 def _contract_metrics() -> set[str]:
-    text = (REPO / "docs" / "metrics.md").read_text()
-    return set(re.findall(r"^\| `(draftgen_[a-z_]+)` \|", text, re.M))
+    return {m.name for m in metrics.ALL}
 
 
 def test_dashboard_has_the_panels_the_issue_asks_for():
@@ -76,7 +80,7 @@ def test_dashboard_has_the_panels_the_issue_asks_for():
         "restarts",
     ):
         assert topic in titles, topic
-    kv = next(p for p in PANELS if "kv cache" in p["title"].lower())
+    kv = next(p for p in PANELS if p["title"].lower() == "kv cache usage and queue")
     exprs = " ".join(t["expr"] for t in kv["targets"])
     assert "sglang:token_usage" in exprs and "sglang:num_queue_reqs" in exprs
     budget = " ".join(
@@ -104,7 +108,7 @@ def test_panels_are_well_formed_and_do_not_overlap():
         refs = [t["refId"] for t in p["targets"]]
         assert len(refs) == len(set(refs)), p["title"]
     variables = {v["name"] for v in DASHBOARD["templating"]["list"]}
-    assert variables == {"datasource", "namespace"}
+    assert variables == {"datasource", "namespace", "generationjob"}
 
 
 def test_every_metric_read_is_promised_by_its_producer():
@@ -115,7 +119,7 @@ def test_every_metric_read_is_promised_by_its_producer():
     for expr in exprs:
         for name in _metric_names(expr):
             if name.startswith("draftgen_"):
-                assert name in contract, f"{name} is not in docs/metrics.md"
+                assert name in contract, f"{name} is not in draftgen/contract/metrics.py"
             elif name.startswith("sglang:"):
                 assert name in SGLANG_METRICS, name
             else:
@@ -158,3 +162,88 @@ def test_every_dashboard_query_is_valid_promql(tmp_path):
         ["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _selectors(expr: str) -> list[tuple[str, str]]:
+    """(metric, its `{...}` matchers) of every selector in an expression."""
+    return re.findall(r"\b((?:draftgen|sglang)[a-z0-9_:]*)\{([^}]*)\}", expr)
+
+
+def test_every_job_series_is_selected_by_namespace_and_generationjob():
+    """Choosing a GenerationJob narrows every draftgen and SGLang query to it (both carry the
+    label: the generator sets it, the SGLang PodMonitor relabels it from the pod)."""
+    missing = []
+    for p in PANELS:
+        for t in p["targets"]:
+            for metric, matchers in _selectors(t["expr"]):
+                if 'namespace=~"$namespace"' not in matchers or (
+                    'generationjob=~"$generationjob"' not in matchers
+                ):
+                    missing.append(f"{p['title']}: {metric}{{{matchers}}}")
+    assert missing == []
+    job = next(v for v in DASHBOARD["templating"]["list"] if v["name"] == "generationjob")
+    assert "generationjob)" in job["query"]["query"] and "$namespace" in job["query"]["query"]
+    assert job["includeAll"] and job["multi"]
+
+
+def test_the_summary_row_answers_when_and_is_it_saturated():
+    top = sorted((p for p in PANELS if p["gridPos"]["y"] == 0), key=lambda p: p["gridPos"]["x"])
+    titles = [p["title"].lower() for p in top]
+    for topic in ("budget used", "finish time", "tokens/s", "saturated"):
+        assert any(topic in t for t in titles), topic
+    assert sum(p["gridPos"]["w"] for p in top) == 24
+    by_title = {p["title"].lower(): p for p in top}
+    finish = next(p for t, p in by_title.items() if "finish time" in t)
+    assert finish["fieldConfig"]["defaults"]["unit"].startswith("dateTime")
+    rate = next(p for t, p in by_title.items() if "tokens/s" in t)
+    assert metrics.COMPLETION_TOKENS_PER_SECOND.name in rate["targets"][0]["expr"]
+
+
+def test_the_saturation_verdict_is_the_alerts_own():
+    """The summary's "Saturated" is DraftgenKVCacheSaturated's condition (usage above 0.9 over
+    5 minutes AND a queue non-empty and growing over 10), not a second opinion."""
+    panel = next(p for p in PANELS if p["title"] == "Saturated")
+    expr = fill_variables(panel["targets"][0]["expr"])
+    rule = next(
+        r
+        for g in ALERTS["groups"]
+        for r in g["rules"]
+        if r.get("alert") == "DraftgenKVCacheSaturated"
+    )
+    for piece in (
+        "avg_over_time(sglang:token_usage{",
+        "[5m])) > 0.9",
+        "min_over_time(sglang:num_queue_reqs{",
+        "deriv(sglang:num_queue_reqs{",
+        "[10m])) > 0",
+    ):
+        assert piece in rule["expr"], piece
+        assert piece.replace(" > ", " > bool ") in expr or piece in expr, piece
+    mapped = panel["fieldConfig"]["defaults"]["mappings"][0]["options"]
+    assert mapped["1"]["text"] == "SATURATED"
+
+
+def test_per_dataset_samples_throughput_and_eta_panels():
+    for title, metric in (
+        ("samples per dataset", "draftgen_samples_total"),
+        ("throughput per dataset", "draftgen_completion_tokens_total"),
+        ("eta per dataset", "draftgen_budget_remaining_completion_tokens"),
+    ):
+        panel = next(p for p in PANELS if p["title"].lower() == title)
+        exprs = " ".join(t["expr"] for t in panel["targets"])
+        assert metric in exprs and "by (generationjob, dataset)" in exprs, title
+
+
+def test_gauges_and_shares_have_an_explicit_0_to_1_range():
+    """A gauge without a range scales to its own value and always looks full."""
+    for p in PANELS:
+        defaults = p["fieldConfig"]["defaults"]
+        overrides = [
+            {prop["id"]: prop.get("value") for prop in o["properties"]}
+            for o in p["fieldConfig"]["overrides"]
+        ]
+        ranged = (defaults.get("min"), defaults.get("max")) == (0, 1) or any(
+            (o.get("min"), o.get("max")) == (0, 1) for o in overrides
+        )
+        if p["type"] in ("gauge", "bargauge") or defaults.get("unit") == "percentunit":
+            assert ranged, p["title"]

@@ -52,4 +52,10 @@ def test_each_exit_code_has_its_meaning_in_the_help() -> None:
 
 
 def test_only_codes_a_retry_cannot_fix_are_fatal() -> None:
-    assert set(FATAL_EXIT_CODES) == {ExitCode.INVALID, ExitCode.INTEGRITY, ExitCode.DISK_FULL}
+    # EXPORT_FAILED: the records are complete, a retry would only fail the same export again.
+    assert set(FATAL_EXIT_CODES) == {
+        ExitCode.INVALID,
+        ExitCode.INTEGRITY,
+        ExitCode.DISK_FULL,
+        ExitCode.EXPORT_FAILED,
+    }

@@ -1,15 +1,28 @@
-"""The generator's metric series are exactly the contract's definitions."""
+"""The generator's metric series are exactly the contract's definitions, carry the job's labels,
+and docs/metrics.md is generated from the same definitions."""
 
 from __future__ import annotations
 
-from draftgen.contract import metrics
-from draftgen.generator.metrics import GeneratorMetrics
+import ast
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from draftgen.contract import metrics, metrics_doc
+from draftgen.generator.budget import Ledger
+from draftgen.generator.metrics import GeneratorMetrics, job_labels
+from draftgen.generator.samples import Reject
+from draftgen.spec import Budget
+
+REPO = Path(__file__).resolve().parents[2]
+LABELS = {"generationjob": "kimi", "namespace": "llm"}
 
 
-def _families() -> dict[str, tuple[str, tuple[str, ...]]]:
-    m = GeneratorMetrics()
+def _families(m: GeneratorMetrics) -> dict[str, tuple[str, tuple[str, ...]]]:
     out = {}
-    for family in m.registry.collect():
+    for family in m.own.collect():
         name = family.name + ("_total" if family.type == "counter" else "")
         labels: tuple[str, ...] = ()
         for sample in family.samples:
@@ -19,8 +32,16 @@ def _families() -> dict[str, tuple[str, tuple[str, ...]]]:
     return out
 
 
+def _page(m: GeneratorMetrics) -> list:
+    return [
+        s
+        for family in text_string_to_metric_families(generate_latest(m.registry).decode())
+        for s in family.samples
+    ]
+
+
 def test_the_generator_exposes_every_defined_series_with_its_type() -> None:
-    got = _families()
+    got = _families(GeneratorMetrics())
     assert set(got) == {m.name for m in metrics.ALL}
     for m in metrics.ALL:
         assert got[m.name][0] == m.type, m.name
@@ -40,3 +61,82 @@ def test_names_are_unique_and_in_the_draftgen_namespace() -> None:
     names = [m.name for m in metrics.ALL]
     assert len(names) == len(set(names))
     assert all(n.startswith("draftgen_") for n in names)
+
+
+def test_every_served_series_names_its_generationjob_and_namespace() -> None:
+    m = GeneratorMetrics(LABELS)
+    m.start_from(Ledger("chat", Budget(completion_tokens=100)))
+    m.completion_tokens_per_second.set(3.5)
+    samples = _page(m)
+    assert {s.name for s in samples} >= {
+        "draftgen_rejects_total",
+        "draftgen_completion_tokens_per_second",
+        "draftgen_budget_completion_tokens",
+    }
+    assert all(
+        s.labels.get("generationjob") == "kimi" and s.labels.get("namespace") == "llm"
+        for s in samples
+    )
+
+
+def test_an_unknown_namespace_is_left_out_not_sent_empty() -> None:
+    assert job_labels("local", None) == {"generationjob": "local"}
+    samples = _page(GeneratorMetrics(job_labels("local", None)))
+    assert samples and all("namespace" not in s.labels for s in samples)
+
+
+def test_every_reject_reason_is_present_at_zero_from_the_start() -> None:
+    m = GeneratorMetrics(LABELS)
+    ledger = Ledger("chat", Budget(completion_tokens=100))
+    ledger.add_reject("bad_tools")
+    m.start_from(ledger)
+    rejects = {
+        s.labels["reason"]: s.value
+        for s in _page(m)
+        if s.name == metrics.REJECTS.name and s.labels["dataset"] == "chat"
+    }
+    assert rejects == {r.value: (1.0 if r == "bad_tools" else 0.0) for r in metrics.RejectReason}
+    errors = {s.labels["kind"] for s in _page(m) if s.name == metrics.ERRORS.name}
+    assert errors == {k.value for k in metrics.ErrorKind}
+
+
+def test_a_reason_outside_the_enum_is_refused() -> None:
+    with pytest.raises(ValueError, match="reject_typo"):
+        Reject("chat", 0, None, "reject_typo", "")
+    assert Reject("chat", 0, None, "bad_tools").reason is metrics.RejectReason.BAD_TOOLS
+
+
+def _literal_reasons() -> set[tuple[str, str]]:
+    """Every reason the generator's code spells as a literal: the first argument of
+    `RowError(...)`, the reason argument of `Reject(...)` and `parse_json(...)`, and the first
+    element of an unreadable row's `(reason, detail)` tuple."""
+    found = set()
+    for path in (REPO / "generator").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            position = {"RowError": 0, "parse_json": 1, "Reject": 3, "RawRow": 2}.get(name or "")
+            if position is None or len(node.args) <= position:
+                continue
+            arg = node.args[position]
+            if isinstance(arg, ast.Tuple) and arg.elts:
+                arg = arg.elts[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                found.add((path.name, arg.value))
+    return found
+
+
+def test_every_reason_the_code_spells_is_in_the_enum() -> None:
+    found = _literal_reasons()
+    assert len({r for _, r in found}) >= 10, "the scan found too few reasons to be working"
+    assert [(f, r) for f, r in sorted(found) if r not in set(metrics.RejectReason)] == []
+
+
+def test_docs_metrics_md_is_generated_from_the_definitions() -> None:
+    current = metrics_doc.DOC.read_text()
+    assert metrics_doc.render(current) == current, "docs/metrics.md is stale: make metrics-doc"
+    for m in metrics.ALL:
+        assert f"| `{m.name}` |" in current
+    for r in metrics.RejectReason:
+        assert f"`{r.value}`" in current

@@ -41,3 +41,24 @@ def test_the_spec_refuses_a_revision_it_would_not_pass_on() -> None:
     with pytest.raises(ValueError, match="hf://ORG/NAME"):
         ModelSpec.model_validate({"weights": "hf://name"})
     assert ModelSpec.model_validate({"weights": "hf://org/name"}).weights == "hf://org/name"
+
+
+def test_a_cards_model_name_is_never_a_local_path() -> None:
+    from draftgen.contract.model_location import model_name
+
+    assert model_name("hf://moonshotai/Kimi-K2.5@main") == "moonshotai/Kimi-K2.5"
+    assert model_name("/models/kimi-k2.5/") == "kimi-k2.5"
+    assert model_name("file://models/tiny") == "tiny"
+    cached = "/root/.cache/huggingface/hub/models--moonshotai--Kimi-K2.5/snapshots/0123abc"
+    assert model_name(cached) == "moonshotai/Kimi-K2.5"
+
+
+def test_the_cards_base_model_is_the_name_not_the_path() -> None:
+    import yaml
+
+    from draftgen.export.card import yaml_header
+
+    header = yaml.safe_load(yaml_header({"train": "train.jsonl"}, "/models/kimi-k2.5").strip("-\n"))
+    assert header["base_model"] == "kimi-k2.5"
+    hub = yaml.safe_load(yaml_header({"train": "t"}, "hf://moonshotai/Kimi-K2.5").strip("-\n"))
+    assert hub["base_model"] == "moonshotai/Kimi-K2.5"

@@ -101,7 +101,8 @@ def test_each_sample_is_rejected_with_its_reason_and_the_job_finishes(mode, tmp_
     assert manifest["samples"] == 0 and manifest["rejects"] == SAMPLES and manifest["done"]
     metrics = generate_latest(runner.metrics.registry).decode()
     assert (
-        f'draftgen_rejects_total{{dataset="d",reason="request_failed"}} {float(SAMPLES)}' in metrics
+        f'draftgen_rejects_total{{dataset="d",generationjob="faulty",reason="request_failed"}} '
+        f"{float(SAMPLES)}" in metrics
     )
 
 

@@ -117,9 +117,14 @@ def test_metrics_follow_the_records(greedy_run):
     text = generate_latest(runner.metrics.registry).decode()
     recs = records(out / "tools")
     stop = sum(1 for r in recs if r["finish_reason"] == "stop")
-    assert f'draftgen_samples_total{{dataset="tools",finish_reason="stop"}} {float(stop)}' in text
-    assert 'draftgen_rejects_total{dataset="bad",reason="malformed_json"} 1.0' in text
-    assert "draftgen_job_done 1.0" in text
+    # every series also names its GenerationJob (the job file's metadata.name; labels sorted)
+    job = 'generationjob="test"'
+    assert (
+        f'draftgen_samples_total{{dataset="tools",finish_reason="stop",{job}}} {float(stop)}'
+        in text
+    )
+    assert f'draftgen_rejects_total{{dataset="bad",{job},reason="malformed_json"}} 1.0' in text
+    assert f"draftgen_job_done{{{job}}} 1.0" in text
 
 
 def test_resumed_run_counts_what_is_on_disk(greedy_run, sglang_server, tmp_path):

@@ -206,7 +206,7 @@ class Cluster:
             pod,
             {"draftgen.io/job": "kimi", "draftgen.io/component": "generator"},
             {
-                "phase": "Failed",
+                "phase": "Succeeded" if exit_code == 0 else "Failed",
                 "containerStatuses": [
                     {
                         "name": "generator",

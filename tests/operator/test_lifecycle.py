@@ -28,7 +28,7 @@ def _serve_generator_metrics(port: int) -> tuple[GeneratorMetrics, object]:
     m.completion_tokens.labels("b-coding", "stop").inc(10_400_000)
     m.samples.labels("b-coding", "stop").inc(2_700)
     m.dataset_done.labels("b-coding").set(1)
-    m.throughput.set(930.0)
+    m.completion_tokens_per_second.set(930.0)
     m.eta.set(62_400)
     server, thread = start_http_server(port, addr="127.0.0.1", registry=m.registry)
     return m, server

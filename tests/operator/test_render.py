@@ -260,3 +260,30 @@ def test_generator_command_line_is_what_draftgen_generate_parses() -> None:
     # The job file is where the ConfigMap is mounted.
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     assert mounts["job"] + "/job.yaml" == job_files(args)[0]
+    # Every metric series names its GenerationJob (docs/metrics.md).
+    assert (args.generationjob, args.namespace) == ("kimi-k25-eagle3", "drafters")
+    # No spec.exports: no export steps, no result file.
+    assert args.exports_root is None and args.result_file is None
+
+
+def test_exports_run_in_the_generator_job_and_report_through_the_termination_message() -> None:
+    import argparse
+
+    from draftgen.contract.generator_cli import ExitCode
+    from draftgen.generator import cli as generate_cli
+
+    raw = _load("kimi-k2.5.yaml")
+    raw["spec"]["exports"] = [{"format": "parquet", "path": "exports/kimi-parquet"}]
+    job = _render(raw)["Job/kimi-k25-eagle3-generator"]
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    parser = argparse.ArgumentParser()
+    generate_cli.add_arguments(parser)
+    args = parser.parse_args(container["args"][1:])
+    # Exports go below the output volume's mount, the records' volume (the only writable one).
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert str(args.exports_root) == mounts["output"] == "/output"
+    assert str(args.result_file) == container.get("terminationMessagePath", "/dev/termination-log")
+    # A failed export fails the Job at once: a retry would regenerate nothing and fail the same.
+    rule = job["spec"]["podFailurePolicy"]["rules"][0]
+    assert rule["action"] == "FailJob"
+    assert int(ExitCode.EXPORT_FAILED) in rule["onExitCodes"]["values"]

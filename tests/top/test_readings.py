@@ -24,12 +24,12 @@ def _ledger(name: str, budget: SpecBudget, records: list[tuple[int, int, str]]) 
 def test_generator_page_in_spec_order_with_truncation_and_rejects():
     m = GeneratorMetrics()
     zeta = _ledger("zeta", SpecBudget(completion_tokens=1000), [(10, 12, "length"), (9, 5, "stop")])
-    zeta.add_reject("too_long")
+    zeta.add_reject("prompt_too_long")
     alpha = _ledger("alpha", SpecBudget(max_samples=4), [(3, 7, "stop")])
     for led in (zeta, alpha):  # spec order: zeta first
         m.start_from(led)
     m.requests_in_flight.labels("http://s0:30000").set(3)
-    m.throughput.set(42.5)
+    m.completion_tokens_per_second.set(42.5)
     page = readings.parse_generator_page(generate_latest(m.registry).decode())
     assert [d.name for d in page.datasets] == ["zeta", "alpha"]
     z = page.datasets[0]
@@ -68,7 +68,7 @@ def test_job_manifest_from_the_ledgers_manifest():
     led = _ledger(
         "code", SpecBudget(completion_tokens=50, total_tokens=500), [(40, 30, "length")] * 2
     )
-    led.add_reject("bad_row")
+    led.add_reject("malformed_json")
     doc = {
         "datasets": {"code": led.manifest()},
         "throughput_tokens_per_second": 12.0,

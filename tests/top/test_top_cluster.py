@@ -36,7 +36,7 @@ def _generator_metrics() -> GeneratorMetrics:
     coding.add(4_500, 10_400_000, "stop")
     for led in (chat, coding):
         m.start_from(led)
-    m.throughput.set(930.0)
+    m.completion_tokens_per_second.set(930.0)
     m.eta.set(62_400)
     return m
 
