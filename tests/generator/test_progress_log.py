@@ -108,5 +108,7 @@ def test_the_operator_asks_for_json_logs():
     from tests.conftest import REPO
 
     job = load_job(REPO / "examples" / "kimi-k2.5.yaml")
-    args = render_generator.generator_args(job.spec, ["http://kimi-server-0:30000"])
+    args = render_generator.generator_args(
+        job.spec, ["http://kimi-server-0:30000"], "kimi", "drafters"
+    )
     assert args[args.index(Flag.LOG_FORMAT.value) + 1] == "json"
