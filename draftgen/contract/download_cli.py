@@ -14,6 +14,7 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
+from .argv import options
 from .generator_cli import exit_codes_epilog
 from .metrics import Metric
 
@@ -58,14 +59,11 @@ class DownloadArgs:
     report: str | None = None
 
     def argv(self) -> list[str]:
-        args = [COMMAND, Flag.REPO.value, self.repo, Flag.TO.value, self.to]
-        if self.revision is not None:
-            args += [Flag.REVISION.value, self.revision]
-        if self.metrics_port is not None:
-            args += [Flag.METRICS_PORT.value, str(self.metrics_port)]
-        if self.report is not None:
-            args += [Flag.REPORT.value, self.report]
-        return args
+        return [COMMAND, Flag.REPO.value, self.repo, Flag.TO.value, self.to] + options(
+            (Flag.REVISION, self.revision),
+            (Flag.METRICS_PORT, self.metrics_port),
+            (Flag.REPORT, self.report),
+        )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
+from .argv import options
 from .job_argument import JOB_FLAG, add_job_argument
 
 COMMAND = "generate"
@@ -127,25 +128,17 @@ class GeneratorArgs:
         args = [COMMAND, Flag.JOB.value, self.job]
         for url in self.servers:
             args += [Flag.SERVER.value, url]
-        if self.output is not None:
-            args += [Flag.OUTPUT.value, self.output]
-        if self.inputs is not None:
-            args += [Flag.INPUTS.value, self.inputs]
-        if self.metrics_port is not None:
-            args += [Flag.METRICS_PORT.value, str(self.metrics_port)]
-        if self.metrics_linger_seconds is not None:
-            args += [Flag.METRICS_LINGER.value, str(self.metrics_linger_seconds)]
-        if self.generationjob is not None:
-            args += [Flag.GENERATIONJOB.value, self.generationjob]
-        if self.namespace is not None:
-            args += [Flag.NAMESPACE.value, self.namespace]
-        if self.exports_root is not None:
-            args += [Flag.EXPORTS_ROOT.value, self.exports_root]
-        if self.result_file is not None:
-            args += [Flag.RESULT_FILE.value, self.result_file]
-        if self.log_format is not None:
-            args += [Flag.LOG_FORMAT.value, self.log_format]
-        return args
+        return args + options(
+            (Flag.OUTPUT, self.output),
+            (Flag.INPUTS, self.inputs),
+            (Flag.METRICS_PORT, self.metrics_port),
+            (Flag.METRICS_LINGER, self.metrics_linger_seconds),
+            (Flag.GENERATIONJOB, self.generationjob),
+            (Flag.NAMESPACE, self.namespace),
+            (Flag.EXPORTS_ROOT, self.exports_root),
+            (Flag.RESULT_FILE, self.result_file),
+            (Flag.LOG_FORMAT, self.log_format),
+        )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
+from .argv import options
 from .generator_cli import exit_codes_epilog
 
 COMMAND = "preflight"
@@ -51,14 +52,9 @@ class PreflightArgs:
 
     def argv(self) -> list[str]:
         """`draftgen` arguments, the subcommand first."""
-        args = [COMMAND, Flag.JOB.value, self.job]
-        if self.inputs is not None:
-            args += [Flag.INPUTS.value, self.inputs]
-        if self.rows is not None:
-            args += [Flag.ROWS.value, str(self.rows)]
-        if self.report is not None:
-            args += [Flag.REPORT.value, self.report]
-        return args
+        return [COMMAND, Flag.JOB.value, self.job] + options(
+            (Flag.INPUTS, self.inputs), (Flag.ROWS, self.rows), (Flag.REPORT, self.report)
+        )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
