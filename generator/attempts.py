@@ -61,7 +61,9 @@ async def attempt(
                 return None
             if not server.healthy:
                 await fleet.recovered(server)
-                if flight.cancelled:
+                # Retired: it came back as another model. The run's shutdown, which cancels
+                # this flight, may not have run yet; the request must not go out meanwhile.
+                if flight.cancelled or server.retired:
                     return None
         flight.rid = f"{base}-{n}"
         started = flight.sent_at = time.monotonic()

@@ -62,6 +62,9 @@ class Server:
     identity: dict[str, Any] | None = None
     """What the server said it serves when it joined (`model_identity`); compared again after
     every reconnection."""
+    retired: bool = False
+    """It came back serving another model (or could not say what it serves): nothing more is
+    ever sent to it — another model's ids can crash its scheduler — and the run is stopping."""
 
     def view(self, now: float) -> ServerView:
         load = self.load if self.load is not None and now - self.load.at < 5.0 else None
@@ -215,6 +218,7 @@ class Fleet:
             log.info("%s is healthy again (same model and tokenizer)", server.client.url)
         except IntegrityError as err:
             log.error("%s", err)
+            server.retired = True
             self._on_fatal(err)  # stays out of admission; the run stops and writes nothing more
             return
         except ServerUnavailable as err:
@@ -223,6 +227,7 @@ class Fleet:
             log.error(
                 "%s: cannot check what it serves after reconnecting: %s", server.client.url, err
             )
+            server.retired = True
             self._on_fatal(
                 IntegrityError(
                     f"{server.client.url} came back but its model cannot be checked ({err}); "
