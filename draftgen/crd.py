@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -11,6 +10,7 @@ from pydantic import BaseModel
 
 from .spec import job as jobmod
 from .spec.job import GenerationJobSpec
+from .spec.json_schema import inline_refs
 from .spec.status import GenerationJobStatus
 
 PRINTER_COLUMNS = [
@@ -23,20 +23,6 @@ PRINTER_COLUMNS = [
 ]
 
 _DROP = {"title", "default", "additionalProperties", "$defs", "discriminator"}
-
-
-def _inline(node: Any, defs: dict[str, Any]) -> Any:
-    """Resolve `$ref`s so the schema is self-contained, as Kubernetes requires."""
-    if isinstance(node, list):
-        return [_inline(n, defs) for n in node]
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:
-        target = copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]])
-        rest = {k: v for k, v in node.items() if k != "$ref"}
-        target.update(rest)  # a field's own description wins over its class docstring
-        return _inline(target, defs)
-    return {k: _inline(v, defs) for k, v in node.items()}
 
 
 def _structural(node: dict[str, Any]) -> dict[str, Any]:
@@ -106,7 +92,7 @@ def _structural(node: dict[str, Any]) -> dict[str, Any]:
 def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema(by_alias=True, mode="validation")
     defs = raw.pop("$defs", {})
-    return _structural(_inline(raw, defs))
+    return _structural(inline_refs(raw, defs))
 
 
 def openapi_schema() -> dict[str, Any]:

@@ -6,7 +6,6 @@ with its type, default, units, rules and an example (from examples/ when they ar
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import yaml
 
 from .job import GenerationJobSpec
+from .json_schema import inline_refs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 EXAMPLE_FILES = ("kimi-k2.5.yaml", "demo.yaml")
@@ -32,21 +32,9 @@ class FieldDoc:
     example: str
 
 
-def _inline(node: Any, defs: dict[str, Any]) -> Any:
-    if isinstance(node, list):
-        return [_inline(n, defs) for n in node]
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:
-        target = copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]])
-        target.update({k: v for k, v in node.items() if k != "$ref"})
-        return _inline(target, defs)
-    return {k: _inline(v, defs) for k, v in node.items()}
-
-
 def _schema() -> dict[str, Any]:
     raw = GenerationJobSpec.model_json_schema(by_alias=True)
-    return _inline({k: v for k, v in raw.items() if k != "$defs"}, raw.get("$defs", {}))
+    return inline_refs({k: v for k, v in raw.items() if k != "$defs"}, raw.get("$defs", {}))
 
 
 def _options(node: dict[str, Any]) -> tuple[dict[str, Any], bool]:
