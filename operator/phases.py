@@ -11,17 +11,10 @@ from __future__ import annotations
 import enum
 
 from draftgen.spec import GenerationJobStatus
-from draftgen.spec.status import Phase
+from draftgen.spec.status import PHASES, Phase
 
 TERMINAL: tuple[Phase, ...] = ("Succeeded", "Failed")
-ACTIVE: tuple[Phase, ...] = (
-    "Pending",
-    "DownloadingModel",
-    "Preflight",
-    "StartingServer",
-    "Generating",
-    "Suspended",
-)
+ACTIVE: tuple[Phase, ...] = tuple(p for p in PHASES if p not in TERMINAL)
 """Phases of a job that has not ended (the reconcile moves terminal ones back to Pending
 before it acts on a changed spec)."""
 
@@ -56,43 +49,55 @@ class UndeclaredTransition(RuntimeError):
         super().__init__(f"no phase transition declared from {phase} on {event.name}")
 
 
-TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
-    # A spec edit that does not validate: a running job keeps running the last accepted spec;
-    # anything else fails with the reason.
-    ("Pending", Event.SPEC_REJECTED): "Failed",
-    ("StartingServer", Event.SPEC_REJECTED): "StartingServer",
-    ("Generating", Event.SPEC_REJECTED): "Generating",
-    # Before any server exists a rejected edit has nothing running to protect.
-    ("DownloadingModel", Event.SPEC_REJECTED): "Failed",
-    ("Preflight", Event.SPEC_REJECTED): "Failed",
-    ("Suspended", Event.SPEC_REJECTED): "Suspended",
-    ("Succeeded", Event.SPEC_REJECTED): "Failed",
-    ("Failed", Event.SPEC_REJECTED): "Failed",
-    ("Failed", Event.SPEC_FIXED): "Pending",
-    ("Succeeded", Event.SPEC_CHANGED_AFTER_END): "Pending",
-    ("Failed", Event.SPEC_CHANGED_AFTER_END): "Pending",
-    # A job that has not ended: whatever the children say, from any active phase (a resumed job
-    # is still Suspended, a restarted generator's job may need its server again).
-    **{(phase, Event.SUSPENDED): "Suspended" for phase in ACTIVE},
+ON_SPEC_REJECTED: dict[Phase, Phase] = {
+    # A running job keeps running the last accepted spec (so does a suspended one);
+    "StartingServer": "StartingServer",
+    "Generating": "Generating",
+    "Suspended": "Suspended",
+    # before any server exists a rejected edit has nothing running to protect: it fails.
+    "Pending": "Failed",
+    "DownloadingModel": "Failed",
+    "Preflight": "Failed",
+    "Succeeded": "Failed",
+    "Failed": "Failed",
+}
+"""Where a spec edit that does not validate leaves a job, from each phase."""
+
+FROM_ANY_ACTIVE: dict[Event, Phase] = {
+    # Whatever the children say, from any phase of a job that has not ended (a resumed job is
+    # still Suspended, a restarted generator's job may need its server again).
+    Event.SUSPENDED: "Suspended",
     # Weights first, then the inputs, then the GPUs: each step is re-entered from wherever a
     # job stands before its server exists (a spec edit, a resumed suspension).
-    **{(phase, Event.DOWNLOADING_MODEL): "DownloadingModel" for phase in ACTIVE},
-    **{(phase, Event.DOWNLOAD_FAILED): "Failed" for phase in ACTIVE},
-    **{(phase, Event.PREFLIGHT_RUNNING): "Preflight" for phase in ACTIVE},
-    **{(phase, Event.PREFLIGHT_FAILED): "Failed" for phase in ACTIVE},
-    **{(phase, Event.SERVER_STARTING): "StartingServer" for phase in ACTIVE},
-    **{(phase, Event.SERVER_FAILED): "Failed" for phase in ACTIVE},
-    **{(phase, Event.GENERATOR_RUNNING): "Generating" for phase in ACTIVE},
-    **{(phase, Event.GENERATOR_SUCCEEDED): "Succeeded" for phase in ACTIVE},
-    **{(phase, Event.GENERATOR_FAILED): "Failed" for phase in ACTIVE},
-    # A foreign object holds a child's name: refused from wherever the reconcile meets it
-    # (reading an ended job's generator Job too); retried on every poll.
-    **{(phase, Event.CHILD_NOT_OWNED): "Failed" for phase in (*ACTIVE, *TERMINAL)},
-    ("Failed", Event.OWNERSHIP_RETRY): "Pending",
+    Event.DOWNLOADING_MODEL: "DownloadingModel",
+    Event.DOWNLOAD_FAILED: "Failed",
+    Event.PREFLIGHT_RUNNING: "Preflight",
+    Event.PREFLIGHT_FAILED: "Failed",
+    Event.SERVER_STARTING: "StartingServer",
+    Event.SERVER_FAILED: "Failed",
+    Event.GENERATOR_RUNNING: "Generating",
+    Event.GENERATOR_SUCCEEDED: "Succeeded",
+    Event.GENERATOR_FAILED: "Failed",
     # A multi-node job where LeaderWorkerSet is not installed: refused, retried on every poll.
-    **{(phase, Event.SERVER_UNSUPPORTED): "Failed" for phase in ACTIVE},
-    ("Failed", Event.SERVER_SUPPORT_RETRY): "Pending",
+    Event.SERVER_UNSUPPORTED: "Failed",
 }
+"""Events that lead to the same phase from every active phase."""
+
+TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
+    **{(phase, Event.SPEC_REJECTED): to for phase, to in ON_SPEC_REJECTED.items()},
+    **{(phase, event): to for event, to in FROM_ANY_ACTIVE.items() for phase in ACTIVE},
+    # A foreign object holds a child's name: refused from wherever the reconcile meets it
+    # (reading an ended job's generator Job too).
+    **{(phase, Event.CHILD_NOT_OWNED): "Failed" for phase in PHASES},
+    # A refused job is tried again: fixed spec, gone foreign object, installed LeaderWorkerSet.
+    ("Failed", Event.SPEC_FIXED): "Pending",
+    ("Failed", Event.OWNERSHIP_RETRY): "Pending",
+    ("Failed", Event.SERVER_SUPPORT_RETRY): "Pending",
+    # The spec changed after the job ended: run again (the generator resumes).
+    ("Succeeded", Event.SPEC_CHANGED_AFTER_END): "Pending",
+    ("Failed", Event.SPEC_CHANGED_AFTER_END): "Pending",
+}
+"""Every allowed (phase, event) → phase: the whole lifecycle."""
 
 
 def next_phase(phase: str, event: Event) -> Phase:

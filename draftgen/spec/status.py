@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -19,7 +19,8 @@ Phase = Literal[
     "Succeeded",
     "Failed",
 ]
-PHASES: tuple[str, ...] = Phase.__args__  # type: ignore[attr-defined]
+PHASES: tuple[Phase, ...] = get_args(Phase)
+"""Every phase, in lifecycle order (the one list: operator/phases.py derives its groups)."""
 
 
 class Condition(StatusModel):
