@@ -57,7 +57,7 @@ def record_phase(namespace: str, name: str, phase: str | None) -> None:
             _phases.pop((namespace, name), None)
         else:
             _phases[(namespace, name)] = phase
-        counts = {p: 0 for p in PHASES}
+        counts: dict[str, int] = {p: 0 for p in PHASES}
         for value in _phases.values():
             counts[value] = counts.get(value, 0) + 1
         for p, n in counts.items():

@@ -1,4 +1,4 @@
-"""The pure decisions around the model download and the preflight Jobs (operator/decisions.py)."""
+"""The pure decisions around the model download and the preflight Jobs (operator/decisions/)."""
 
 from __future__ import annotations
 

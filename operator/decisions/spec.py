@@ -1,0 +1,90 @@
+"""Decisions on the spec and the job's ending: a rejected spec, a child's name held by a foreign
+object, a refused multi-node server, and when an ended job stays ended."""
+
+from __future__ import annotations
+
+import datetime
+
+from draftgen.spec import GenerationJobStatus
+
+from ..conditions import get_condition, parse_time, set_condition
+from ..ownership import NotOwned
+from ..phases import TERMINAL, Event, enter
+
+
+def reject_spec(
+    status: GenerationJobStatus, problems: list[str], gen: int | None, now: str
+) -> None:
+    """A spec that does not validate: a running job keeps going with the last accepted one."""
+    set_condition(
+        status.conditions, "SpecValid", False, "InvalidSpec", "; ".join(problems), gen, now
+    )
+    status.observed_generation = gen
+    if enter(status, Event.SPEC_REJECTED) == "Failed":
+        status.message = f"spec rejected: {problems[0]}"
+    else:
+        # An edit broke a running job: keep running what was last accepted, say so.
+        status.message = f"spec edit rejected, still running the last accepted spec: {problems[0]}"
+
+
+NOT_OWNED_REASON = "ObjectNotOwned"
+
+
+def mark_not_owned(status: GenerationJobStatus, err: NotOwned, gen: int | None, now: str) -> None:
+    """A child's name is held by an object the job does not control: nothing was changed."""
+    enter(status, Event.CHILD_NOT_OWNED)
+    status.message = str(err)
+    status.observed_generation = gen
+    set_condition(status.conditions, "Failed", True, NOT_OWNED_REASON, str(err), gen, now)
+
+
+def was_not_owned(status: GenerationJobStatus) -> bool:
+    """Failed only because a foreign object held a child's name (tried again every poll)."""
+    failed = get_condition(status.conditions, "Failed")
+    return status.phase == "Failed" and failed is not None and failed.reason == NOT_OWNED_REASON
+
+
+LWS_MISSING_REASON = "LeaderWorkerSetMissing"
+
+
+def was_refused_for_lws(status: GenerationJobStatus) -> bool:
+    """Failed only because LeaderWorkerSet was missing for a multi-node server (tried again
+    every poll: installing it starts the job)."""
+    failed = get_condition(status.conditions, "Failed")
+    return status.phase == "Failed" and failed is not None and failed.reason == LWS_MISSING_REASON
+
+
+def was_rejected(status: GenerationJobStatus) -> bool:
+    """Failed only because its spec did not validate (a valid spec starts it again)."""
+    return status.phase == "Failed" and status.message.startswith("spec rejected")
+
+
+def finished_at_generation(status: GenerationJobStatus, gen: int | None) -> bool:
+    """Ended, and the ending condition was written for this very spec generation."""
+    if status.phase not in TERMINAL:
+        return False
+    cond = get_condition(status.conditions, "Complete" if status.phase == "Succeeded" else "Failed")
+    return cond is not None and cond.observed_generation == gen
+
+
+def confirm_complete(status: GenerationJobStatus, gen: int | None, now: str) -> None:
+    """A success that still holds for a new generation (an edit the generator does not act on)."""
+    complete = get_condition(status.conditions, "Complete")
+    set_condition(
+        status.conditions,
+        "Complete",
+        True,
+        "AllDatasetsDone",
+        complete.message if complete else "every dataset is done",
+        gen,
+        now,
+    )
+    status.observed_generation = gen
+
+
+def ttl_expired(ttl: int | None, completion_time: str | None, now: str) -> bool:
+    """`ttlSecondsAfterFinished` has passed since the job ended."""
+    ended = parse_time(completion_time)
+    if ttl is None or ended is None:
+        return False
+    return (parse_time(now) or ended) - ended >= datetime.timedelta(seconds=ttl)
