@@ -29,6 +29,7 @@ REVISION_ANNOTATION = "draftgen.io/model-revision"
 
 ROLE_LABEL = "draftgen.io/role"
 """On the pods of a multi-node server: `leader` (node rank 0, serves HTTP) or `worker`."""
+LEADER_ROLE, WORKER_ROLE = "leader", "worker"
 
 SERVER_CONTAINER = "sglang"
 GENERATOR_CONTAINER = "generator"

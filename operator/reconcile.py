@@ -350,7 +350,8 @@ class Reconciler:
         leaders = [
             p
             for p in server_pods
-            if ((p.get("metadata") or {}).get("labels") or {}).get(names.ROLE_LABEL) != "worker"
+            if ((p.get("metadata") or {}).get("labels") or {}).get(names.ROLE_LABEL)
+            != names.WORKER_ROLE
         ]
         for ip in observe.running_pod_ips(leaders):
             kv = progress.server_kv_capacity(

@@ -24,9 +24,9 @@ from draftgen.spec import GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
-from . import hardening
+from . import batch, hardening
 from . import volumes as volumes_
-from .generator import CONFIG_KEY, config_hash
+from .generator import config_hash, job_file
 from .model_volume import tokenizer_offline, volume_path
 
 DOWNLOAD_RETRIES = 6
@@ -34,31 +34,6 @@ DOWNLOAD_RETRIES = 6
 PREFLIGHT_RETRIES = 1
 """A preflight that fails on the inputs fails the Job at once (exit code); this covers a lost
 node."""
-
-
-def _pod(
-    job: str,
-    component: str,
-    container: dict[str, Any],
-    volumes: list[dict[str, Any]],
-    settings: OperatorSettings,
-    annotations: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    uid = settings.run_as_user or 1000
-    return {
-        "metadata": {
-            "labels": names.labels(job, component),
-            **({"annotations": annotations} if annotations else {}),
-        },
-        "spec": {
-            "restartPolicy": "Never",
-            "enableServiceLinks": False,
-            "automountServiceAccountToken": False,
-            "securityContext": hardening.pod_security(uid),
-            "containers": [container],
-            "volumes": volumes,
-        },
-    }
 
 
 def _container(name: str, image: str, args: list[str], env: list[dict[str, Any]]) -> dict[str, Any]:
@@ -73,50 +48,6 @@ def _container(name: str, image: str, args: list[str], env: list[dict[str, Any]]
         "terminationMessagePath": preflight_cli.TERMINATION_LOG,
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "securityContext": hardening.container_security(),
-    }
-
-
-def _fail_fast(container: str, codes: list[int]) -> dict[str, Any]:
-    return {
-        "rules": [
-            {
-                "action": "FailJob",
-                "onExitCodes": {"containerName": container, "operator": "In", "values": codes},
-            },
-            {
-                "action": "Ignore",
-                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
-            },
-        ]
-    }
-
-
-def _batch_job(
-    name: str,
-    namespace: str,
-    job: str,
-    component: str,
-    annotations: dict[str, str],
-    retries: int,
-    policy: dict[str, Any],
-    pod: dict[str, Any],
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": names.labels(job, component),
-            "annotations": annotations,
-        },
-        "spec": {
-            "backoffLimit": retries,
-            "completions": 1,
-            "parallelism": 1,
-            "podFailurePolicy": policy,
-            "template": pod,
-        },
     }
 
 
@@ -161,8 +92,10 @@ def download_job(
     container["volumeMounts"] = [model_mount, {"name": "tmp", "mountPath": "/tmp"}]
     volumes = [model_volume, {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}}]
     # A repository, revision or token refused, or a full volume: retrying cannot help.
-    policy = _fail_fast(names.DOWNLOAD_CONTAINER, [int(ExitCode.INVALID), int(ExitCode.DISK_FULL)])
-    return _batch_job(
+    policy = batch.fail_fast_policy(
+        names.DOWNLOAD_CONTAINER, [int(ExitCode.INVALID), int(ExitCode.DISK_FULL)]
+    )
+    return batch.batch_job(
         names.download_name(job),
         namespace,
         job,
@@ -170,7 +103,7 @@ def download_job(
         {names.REVISION_ANNOTATION: revision_key(spec)},
         DOWNLOAD_RETRIES,
         policy,
-        _pod(job, "model-download", container, volumes, settings),
+        batch.pod_template(job, "model-download", container, volumes, settings),
     )
 
 
@@ -199,31 +132,21 @@ def preflight_job(
         "requests": {"cpu": "1", "memory": "2Gi"},
         "limits": {"memory": "8Gi"},
     }
-    mounts: list[dict[str, Any]] = [
-        {"name": "job", "mountPath": names.JOB_FILE_DIR, "readOnly": True},
-        {"name": "tmp", "mountPath": "/tmp"},
-    ]
-    volumes: list[dict[str, Any]] = [
-        {
-            "name": "job",
-            "configMap": {
-                "name": names.generator_name(job),
-                "items": [{"key": CONFIG_KEY, "path": CONFIG_KEY}],
-            },
-        },
-        {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
-    ]
-    for pair in (volumes_.inputs_claim(spec), volumes_.model_claim(spec)):
-        if pair is not None:
-            mounts.append(pair[0])
-            volumes.append(pair[1])
+    job_mount, job_volume = job_file(job)
+    mounts: list[dict[str, Any]] = [job_mount, {"name": "tmp", "mountPath": "/tmp"}]
+    volumes: list[dict[str, Any]] = [job_volume, {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}}]
+    for mount, volume in volumes_.read_only_data(spec):
+        mounts.append(mount)
+        volumes.append(volume)
     container["volumeMounts"] = mounts
-    policy = _fail_fast(names.PREFLIGHT_CONTAINER, [int(ExitCode.INVALID), int(ExitCode.INTEGRITY)])
+    policy = batch.fail_fast_policy(
+        names.PREFLIGHT_CONTAINER, [int(ExitCode.INVALID), int(ExitCode.INTEGRITY)]
+    )
     annotations = {
         names.CONFIG_HASH_ANNOTATION: config_hash(document),
         names.GENERATION_ANNOTATION: str(generation or 0),
     }
-    return _batch_job(
+    return batch.batch_job(
         names.preflight_name(job),
         namespace,
         job,
@@ -231,5 +154,5 @@ def preflight_job(
         annotations,
         PREFLIGHT_RETRIES,
         policy,
-        _pod(job, "preflight", container, volumes, settings),
+        batch.pod_template(job, "preflight", container, volumes, settings),
     )

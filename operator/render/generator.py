@@ -20,7 +20,7 @@ from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
-from . import hardening
+from . import batch, hardening
 from . import volumes as volumes_
 from .model_volume import on_volume, tokenizer_offline
 
@@ -100,22 +100,21 @@ def generator_args(
 
 def pod_failure_policy() -> dict[str, Any]:
     """Fail at once on fatal exit codes; evictions and preemptions do not use up retries."""
-    return {
-        "rules": [
-            {
-                "action": "FailJob",
-                "onExitCodes": {
-                    "containerName": names.GENERATOR_CONTAINER,
-                    "operator": "In",
-                    "values": [int(c) for c in FATAL_EXIT_CODES],
-                },
-            },
-            {
-                "action": "Ignore",
-                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
-            },
-        ]
+    return batch.fail_fast_policy(names.GENERATOR_CONTAINER, [int(c) for c in FATAL_EXIT_CODES])
+
+
+def job_file(job: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The container's read-only mount of the job document, and the pod's volume of it (the
+    generator's ConfigMap), for every pod that reads the job document."""
+    mount = {"name": "job", "mountPath": names.JOB_FILE_DIR, "readOnly": True}
+    volume = {
+        "name": "job",
+        "configMap": {
+            "name": names.generator_name(job),
+            "items": [{"key": CONFIG_KEY, "path": CONFIG_KEY}],
+        },
     }
+    return mount, volume
 
 
 def job(
@@ -129,19 +128,14 @@ def job(
     """The generator Job; each retry (up to `backoffLimit`) resumes from the output exactly."""
     g = spec.generator
     image = g.image or settings.generator_image
+    job_mount, job_volume = job_file(job_name)
     mounts: list[dict[str, Any]] = [
-        {"name": "job", "mountPath": names.JOB_FILE_DIR, "readOnly": True},
+        job_mount,
         {"name": "output", "mountPath": spec.output.mount_path},
         {"name": "tmp", "mountPath": "/tmp"},
     ]
     volumes: list[dict[str, Any]] = [
-        {
-            "name": "job",
-            "configMap": {
-                "name": names.generator_name(job_name),
-                "items": [{"key": CONFIG_KEY, "path": CONFIG_KEY}],
-            },
-        },
+        job_volume,
         {
             "name": "output",
             **(
@@ -153,10 +147,9 @@ def job(
         {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
     ]
     # The datasets, and the tokenizer from the model volume.
-    for pair in (volumes_.inputs_claim(spec), volumes_.model_claim(spec)):
-        if pair is not None:
-            mounts.append(pair[0])
-            volumes.append(pair[1])
+    for mount, volume in volumes_.read_only_data(spec):
+        mounts.append(mount)
+        volumes.append(volume)
     env: list[dict[str, Any]] = list(hardening.DRAFTGEN_ENV)
     if tokenizer_offline(spec):
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
@@ -175,40 +168,18 @@ def job(
     }
     if g.resources:
         container["resources"] = dict(g.resources)
-    uid = settings.run_as_user or 1000
-    labels = names.labels(job_name, "generator")
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": names.generator_name(job_name),
-            "namespace": namespace,
-            "labels": labels,
-            "annotations": {names.CONFIG_HASH_ANNOTATION: config_hash(document)},
-        },
-        "spec": {
-            "backoffLimit": g.backoff_limit,
-            "completions": 1,
-            "parallelism": 1,
-            "podFailurePolicy": pod_failure_policy(),
-            "template": {
-                "metadata": {
-                    "labels": labels,
-                    "annotations": {
-                        "prometheus.io/scrape": "true",
-                        "prometheus.io/port": str(g.metrics_port),
-                        "prometheus.io/path": "/metrics",
-                    },
-                },
-                "spec": {
-                    # A pod per attempt keeps each failed attempt's logs for `kubectl logs`.
-                    "restartPolicy": "Never",
-                    "enableServiceLinks": False,
-                    "automountServiceAccountToken": False,
-                    "securityContext": hardening.pod_security(uid),
-                    "containers": [container],
-                    "volumes": volumes,
-                },
-            },
-        },
+    metrics = {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(g.metrics_port),
+        "prometheus.io/path": "/metrics",
     }
+    return batch.batch_job(
+        names.generator_name(job_name),
+        namespace,
+        job_name,
+        "generator",
+        {names.CONFIG_HASH_ANNOTATION: config_hash(document)},
+        g.backoff_limit,
+        pod_failure_policy(),
+        batch.pod_template(job_name, "generator", container, volumes, settings, metrics),
+    )

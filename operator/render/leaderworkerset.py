@@ -46,7 +46,7 @@ WORKER_INDEX_ENV = "LWS_WORKER_INDEX"
 DIST_INIT_PORT = 20000
 """Where the ranks of all nodes meet on the leader (`--dist-init-addr`), SGLang docs' port."""
 
-LEADER, WORKER = "leader", "worker"
+LEADER, WORKER = names.LEADER_ROLE, names.WORKER_ROLE
 
 
 def group_args(spec: GenerationJobSpec, rank: str) -> list[str]:
@@ -106,16 +106,10 @@ def leader_worker_set(
     leader = _group_pod(spec, job, replica, settings, LEADER)
     worker = _group_pod(spec, job, replica, settings, WORKER)
     digest = render_server.template_hash({"leader": leader, "worker": worker})
-    labels = names.labels(job, "server", **{names.REPLICA_LABEL: str(replica)})
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {
-            "name": names.server_name(job, replica),
-            "namespace": namespace,
-            "labels": labels,
-            "annotations": {names.SERVER_HASH_ANNOTATION: digest},
-        },
+        "metadata": render_server.replica_metadata(job, namespace, replica, digest),
         "spec": {
             "replicas": 1 if running else 0,
             # Workers start with the leader: SGLang's ranks wait for each other at
@@ -137,21 +131,6 @@ def leader_worker_set(
     }
 
 
-def leader_worker_sets(
-    spec: GenerationJobSpec,
-    job: str,
-    namespace: str,
-    settings: OperatorSettings,
-    *,
-    running: bool = True,
-) -> list[dict[str, Any]]:
-    """One LeaderWorkerSet per replica."""
-    return [
-        leader_worker_set(spec, job, namespace, i, settings, running=running)
-        for i in range(spec.server.replicas)
-    ]
-
-
 def server_kind(spec: GenerationJobSpec) -> str:
     """The kind of object one server replica is."""
     return KIND if spec.server.multi_node else "Deployment"
@@ -165,10 +144,13 @@ def server_objects(
     *,
     running: bool = True,
 ) -> list[dict[str, Any]]:
-    """The replicas' objects: Deployments for one node each, else LeaderWorkerSets."""
-    if spec.server.multi_node:
-        return leader_worker_sets(spec, job, namespace, settings, running=running)
-    return render_server.deployments(spec, job, namespace, settings, running=running)
+    """The replicas' objects, one per replica: a Deployment each for one node, else a
+    LeaderWorkerSet each."""
+    render = leader_worker_set if spec.server.multi_node else render_server.deployment
+    return [
+        render(spec, job, namespace, i, settings, running=running)
+        for i in range(spec.server.replicas)
+    ]
 
 
 def endpoints(spec: GenerationJobSpec, job: str, namespace: str) -> list[str]:
@@ -177,11 +159,3 @@ def endpoints(spec: GenerationJobSpec, job: str, namespace: str) -> list[str]:
     if s.multi_node:
         return names.leader_endpoints(job, namespace, s.replicas, s.port)
     return names.server_endpoints(job, namespace, s.replicas, s.port)
-
-
-def service_selector(spec: GenerationJobSpec, job: str) -> dict[str, str]:
-    """The job Service's pods: every server pod, or only the leaders of multi-node groups."""
-    selector = names.selector(job, "server")
-    if spec.server.multi_node:
-        selector[names.ROLE_LABEL] = LEADER
-    return selector

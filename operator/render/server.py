@@ -194,7 +194,7 @@ def pod_template(
         pod_spec["tolerations"] = [dict(t) for t in s.tolerations]
     return {
         "metadata": {
-            "labels": names.labels(job, "server", **{names.REPLICA_LABEL: str(replica)}),
+            "labels": replica_labels(job, replica),
             "annotations": {
                 "prometheus.io/scrape": "true",
                 "prometheus.io/port": str(s.port),
@@ -208,6 +208,21 @@ def pod_template(
 def template_hash(template: dict[str, Any]) -> str:
     """A short stable hash of a pod template: a changed server spec changes it."""
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def replica_metadata(job: str, namespace: str, replica: int, digest: str) -> dict[str, Any]:
+    """`metadata` of one server replica's object (a Deployment or a LeaderWorkerSet): its name,
+    the replica's labels, and the hash of what it runs (a change rolls it)."""
+    return {
+        "name": names.server_name(job, replica),
+        "namespace": namespace,
+        "labels": replica_labels(job, replica),
+        "annotations": {names.SERVER_HASH_ANNOTATION: digest},
+    }
+
+
+def replica_labels(job: str, replica: int) -> dict[str, str]:
+    return names.labels(job, "server", **{names.REPLICA_LABEL: str(replica)})
 
 
 def deployment(
@@ -224,12 +239,7 @@ def deployment(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {
-            "name": names.server_name(job, replica),
-            "namespace": namespace,
-            "labels": names.labels(job, "server", **{names.REPLICA_LABEL: str(replica)}),
-            "annotations": {names.SERVER_HASH_ANNOTATION: template_hash(template)},
-        },
+        "metadata": replica_metadata(job, namespace, replica, template_hash(template)),
         "spec": {
             "replicas": 1 if running else 0,
             # Never two GPU pods of one replica at once: a surge pod could not be scheduled.
@@ -243,21 +253,6 @@ def deployment(
             "template": template,
         },
     }
-
-
-def deployments(
-    spec: GenerationJobSpec,
-    job: str,
-    namespace: str,
-    settings: OperatorSettings,
-    *,
-    running: bool = True,
-) -> list[dict[str, Any]]:
-    """One Deployment per replica."""
-    return [
-        deployment(spec, job, namespace, i, settings, running=running)
-        for i in range(spec.server.replicas)
-    ]
 
 
 def service(spec: GenerationJobSpec, job: str, namespace: str) -> dict[str, Any]:
@@ -276,7 +271,7 @@ def service(spec: GenerationJobSpec, job: str, namespace: str) -> dict[str, Any]
             "selector": names.selector(
                 job,
                 "server",
-                **({names.ROLE_LABEL: "leader"} if spec.server.multi_node else {}),
+                **({names.ROLE_LABEL: names.LEADER_ROLE} if spec.server.multi_node else {}),
             ),
             "ports": [
                 {"name": "http", "port": spec.server.port, "targetPort": "http", "protocol": "TCP"}

@@ -33,3 +33,9 @@ def inputs_claim(spec: GenerationJobSpec) -> tuple[dict[str, Any], dict[str, Any
     if not spec.inputs.claim_name:
         return None
     return claim("inputs", spec.inputs.claim_name, spec.inputs.mount_path)
+
+
+def read_only_data(spec: GenerationJobSpec) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """What a CPU pod that reads the job's data mounts: the datasets, and the tokenizer from the
+    model volume (each only when the spec has that claim)."""
+    return [pair for pair in (inputs_claim(spec), model_claim(spec)) if pair is not None]
