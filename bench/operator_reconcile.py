@@ -1,5 +1,5 @@
 """Operator (issue 7, benchmark 6): reconcile 50 GenerationJobs at once against the Kubernetes
-emulator (`tests/operator/emulator.py`: kmock's emulator with the bookkeeping a real API server
+emulator (`tests/operator/emulator/`: kmock's emulator with the bookkeeping a real API server
 does), with the real operator code running as `kopf run` would (kopf's KopfRunner).
 
 Each job goes through its whole life: created → server Deployment and Service → (the server

@@ -1,5 +1,5 @@
 """`draftgen operator` inside the image, as the chart runs it, against the test Kubernetes emulator
-(tests/operator/emulator.py) on the host network: it starts, serves kopf's liveness probe and its
+(tests/operator/emulator/) on the host network: it starts, serves kopf's liveness probe and its
 metrics, creates a GenerationJob's server Deployment, and stops cleanly on SIGTERM."""
 
 from __future__ import annotations
