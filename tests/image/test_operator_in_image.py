@@ -6,42 +6,29 @@ from __future__ import annotations
 
 import copy
 import subprocess
-import time
 
-import httpx
 import pytest
 import yaml
 
 from draftgen.testing.sglang import free_port
+from tests.operator.harness import BATCH, GJ, OPERATOR_TEST_ENV, wait_for
+from tests.operator.probes import operator_metrics, wait_live
 
 from .conftest import DOCKER, IN, REPO
 
 # The first test also builds the image (minutes with the vfs storage driver, a cold cache).
 pytestmark = [pytest.mark.image, pytest.mark.timeout(1800)]
 
-GJ = "/apis/draftgen.io/v1alpha1"
-BATCH = "/apis/batch/v1"
 NS = "drafters"
-# As tests/operator/conftest.py sets them for its in-process runs.
+# As tests/operator's in-process runs set them (harness.OPERATOR_TEST_ENV), preflight left on.
 OPERATOR_ENV = {
-    "DRAFTGEN_OPERATOR_POLL_INTERVAL_SECONDS": "0.3",
-    "DRAFTGEN_OPERATOR_HTTP_TIMEOUT_SECONDS": "1",
-    "DRAFTGEN_OPERATOR_GENERATOR_IMAGE": "registry.example/draftgen:test",
+    k: OPERATOR_TEST_ENV[k]
+    for k in (
+        "DRAFTGEN_OPERATOR_POLL_INTERVAL_SECONDS",
+        "DRAFTGEN_OPERATOR_HTTP_TIMEOUT_SECONDS",
+        "DRAFTGEN_OPERATOR_GENERATOR_IMAGE",
+    )
 }
-
-
-def _wait(fn, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = fn()
-        except Exception as err:  # not up yet
-            last = err
-        if last and not isinstance(last, Exception):
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
 
 @pytest.fixture
@@ -81,25 +68,15 @@ def test_operator_starts_in_the_container_and_reconciles(container, emulator):
         text=True,
     )
     try:
-        _wait(
-            lambda: httpx.get(f"http://127.0.0.1:{live}/healthz").status_code == 200,
-            "kopf's liveness endpoint",
-        )
+        wait_live(live, timeout=60)
         job = yaml.safe_load((REPO / "examples" / "kimi-k2.5.yaml").read_text())
         job = copy.deepcopy(job)
         job["metadata"] = {"name": "kimi", "namespace": NS}
         emulator.create(GJ, "generationjobs", NS, job)
         # With the default settings the first child is the preflight Job (the server follows
         # once it passed: tests/operator/test_preflight_operator.py).
-        _wait(lambda: emulator.get(BATCH, "jobs", NS, "kimi-preflight"), "the preflight Job")
-        text = _wait(
-            lambda: (
-                (t := httpx.get(f"http://127.0.0.1:{metrics}/metrics").text)
-                and "draftgen_operator_jobs" in t
-                and t
-            ),
-            "the operator's metrics",
-        )
+        wait_for(lambda: emulator.get(BATCH, "jobs", NS, "kimi-preflight"), "the preflight Job", 60)
+        text = operator_metrics(metrics, "draftgen_operator_jobs", timeout=60)
         assert 'draftgen_operator_reconcile_errors_total{kind="api"}' not in text
     finally:
         container.exec("sh", "-c", "kill -TERM $(cat /tmp/operator.pid)", check=False)

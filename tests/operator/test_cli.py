@@ -8,9 +8,10 @@ import signal
 import subprocess
 import sys
 
-import httpx
+import yaml
 
-from .harness import Cluster, example_job, free_port, wait_for
+from .harness import REPO, Cluster, example_job, free_port, wait_for
+from .probes import operator_metrics, wait_live
 
 
 def test_operator_command_serves_liveness_and_metrics_and_handles_jobs(cluster: Cluster) -> None:
@@ -35,20 +36,10 @@ def test_operator_command_serves_liveness_and_metrics_and_handles_jobs(cluster: 
         text=True,
     )
     try:
-        wait_for(
-            lambda: httpx.get(f"http://127.0.0.1:{live}/healthz").status_code == 200,
-            "kopf's liveness endpoint",
-        )
+        wait_live(live)
         cluster.apply(example_job(cluster.ns))
         wait_for(lambda: cluster.deployment("kimi-server-0"), "the server Deployment")
-        text = wait_for(
-            lambda: (
-                (t := httpx.get(f"http://127.0.0.1:{metrics}/metrics").text)
-                and 'draftgen_operator_jobs{phase="StartingServer"} 1.0' in t
-                and t
-            ),
-            "the operator's metrics",
-        )
+        text = operator_metrics(metrics, 'draftgen_operator_jobs{phase="StartingServer"} 1.0')
         assert "draftgen_operator_reconcile_duration_seconds_count" in text
         assert 'draftgen_operator_reconcile_errors_total{kind="api"}' not in text
     finally:
@@ -57,39 +48,28 @@ def test_operator_command_serves_liveness_and_metrics_and_handles_jobs(cluster: 
     assert proc.returncode == 0, out[-3000:]
 
 
-def test_render_prints_what_the_operator_would_create_or_why_not(tmp_path) -> None:
-    from .harness import REPO
-
-    ok = subprocess.run(
+def _render(example: str) -> subprocess.CompletedProcess:
+    """`draftgen operator --render` of one of examples/."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
             "draftgen.cli",
             "operator",
             "--render",
-            str(REPO / "examples" / "kimi-k2.5.yaml"),
+            str(REPO / "examples" / example),
         ],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert ok.returncode == 0, ok.stderr
-    import yaml
 
+
+def test_render_prints_what_the_operator_would_create_or_why_not(tmp_path) -> None:
+    ok = _render("kimi-k2.5.yaml")
+    assert ok.returncode == 0, ok.stderr
     kinds = [d["kind"] for d in yaml.safe_load_all(ok.stdout)]
     assert kinds == ["NetworkPolicy", "Service", "Deployment", "ConfigMap", "Job"]
-    refused = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "draftgen.cli",
-            "operator",
-            "--render",
-            str(REPO / "examples" / "demo.yaml"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    refused = _render("demo.yaml")
     assert refused.returncode == 2
     assert "spec.output.claimName: required in a cluster" in refused.stderr

@@ -9,34 +9,20 @@ from collections.abc import Iterator
 
 import pytest
 
-from draftgen.controller.kube import Kube
-from draftgen.controller.reconcile import JobRef, Reconciler
-from draftgen.controller.settings import OperatorSettings
-
 from .harness import Cluster, example_job
+from .probes import reconcile_steps
 
 
 @pytest.fixture
 def step(cluster: Cluster) -> Iterator:
-    kube = Kube(cluster.emu.url, backoff=0.01)
-    reconciler = Reconciler(kube, OperatorSettings(http_timeout_seconds=0.2, preflight=False))
+    """One reconcile; the conditions it wrote, as type → (status, reason)."""
+    with reconcile_steps(cluster, preflight=False) as reconcile:
 
-    def run(name: str = "kimi") -> dict:
-        fresh = kube.get("GenerationJob", cluster.ns, name)
-        assert fresh is not None
-        outcome = reconciler.reconcile(JobRef(body=fresh))
-        cluster.emu.patch(
-            "/apis/draftgen.io/v1alpha1",
-            "generationjobs",
-            cluster.ns,
-            name,
-            {"status": outcome.status},
-            subresource="status",
-        )
-        return {c["type"]: (c["status"], c["reason"]) for c in outcome.status["conditions"]}
+        def run(name: str = "kimi") -> dict:
+            conditions = reconcile(name)["conditions"]
+            return {c["type"]: (c["status"], c["reason"]) for c in conditions}
 
-    yield run
-    kube.close()
+        yield run
 
 
 def _to_generating(cluster: Cluster, step) -> dict:

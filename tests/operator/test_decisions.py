@@ -57,22 +57,18 @@ def test_other_crashes_point_at_the_logs() -> None:
     assert "kubectl logs --previous j-server-0-x" in message and "bad flag" in message
 
 
+def _unscheduled(name: str, message: str, **reason: str) -> dict:
+    """A pending pod the scheduler could not place (with a `reason` or, as some are, none)."""
+    condition = {"type": "PodScheduled", "status": "False", **reason, "message": message}
+    return {"metadata": {"name": name}, "status": {"conditions": [condition]}}
+
+
 def test_image_pull_errors_and_unschedulable_pods_are_reported_while_waiting() -> None:
     health = server_health([_pod(0, waiting="ImagePullBackOff")], 3)
     assert health.failure is None and health.waiting[0] == "ImagePullError"
-    pending = {
-        "metadata": {"name": "p"},
-        "status": {
-            "conditions": [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
-                }
-            ]
-        },
-    }
+    pending = _unscheduled(
+        "p", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.", reason="Unschedulable"
+    )
     reason, message = server_health([pending], 3).waiting
     assert reason == "Unschedulable" and "Insufficient nvidia.com/gpu" in message
 
@@ -214,18 +210,7 @@ def test_a_generator_that_cannot_start_says_why() -> None:
     }
     reason, message = generator_stuck([pull])
     assert reason == "GeneratorImagePullError" and "generator.image" in message
-    pending = {
-        "metadata": {"name": "g"},
-        "status": {
-            "conditions": [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "message": 'persistentvolumeclaim "drafter-data" not found',
-                }
-            ]
-        },
-    }
+    pending = _unscheduled("g", 'persistentvolumeclaim "drafter-data" not found')
     reason, message = generator_stuck([pending])
     assert reason == "GeneratorUnschedulable" and "drafter-data" in message
     assert generator_stuck([{"metadata": {"name": "g"}, "status": {"phase": "Running"}}]) is None

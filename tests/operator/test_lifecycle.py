@@ -11,7 +11,9 @@ from draftgen.controller import rbac
 from draftgen.generator.metrics import GeneratorMetrics
 from draftgen.spec import parse_job
 
+from .emulator import OPERATOR_AGENTS
 from .harness import Cluster, example_job, free_port, wait_for
+from .probes import rule_triples
 
 
 def _serve_generator_metrics(port: int) -> tuple[GeneratorMetrics, object]:
@@ -143,17 +145,11 @@ VERBS = {
 
 
 def _assert_covered_by_rbac(cluster: Cluster) -> None:
-    allowed = {
-        (g, r, v)
-        for rule in rbac.RULES
-        for g in rule["apiGroups"]
-        for r in rule["resources"]
-        for v in rule["verbs"]
-    }
+    allowed = rule_triples(rbac.RULES)
     seen = set()
     for r in cluster.emu.requests():
         # Only the operator's own requests (kopf's and draftgen's client), not the test's.
-        if not r["agent"].startswith(("kopf/", "draftgen-operator")):
+        if not r["agent"].startswith(OPERATOR_AGENTS):
             continue
         if r["plural"] is None:  # API discovery: open to every authenticated client
             continue

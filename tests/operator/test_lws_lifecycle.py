@@ -18,6 +18,7 @@ from draftgen.controller.handlers import state
 from draftgen.controller.render import leaderworkerset as lws
 
 from .harness import REPO, Cluster, running_operator, wait_for
+from .probes import rule_triples
 from .test_rbac_modes import chart_grants
 
 LWS_API = f"/apis/{lws.API_VERSION}"
@@ -231,22 +232,9 @@ def test_refused_when_the_chart_did_not_enable_leader_worker_sets(cluster: Clust
 
 def test_chart_grants_leader_worker_sets_only_when_enabled() -> None:
     def triples(values: dict) -> set:
-        return {
-            (g, r, v)
-            for grant in chart_grants(values)
-            for rule in grant.rules
-            for g in rule["apiGroups"]
-            for r in rule["resources"]
-            for v in rule["verbs"]
-        }
+        return rule_triples(rule for grant in chart_grants(values) for rule in grant.rules)
 
-    lws_triples = {
-        (g, r, v)
-        for rule in rbac.LEADER_WORKER_SET_RULES
-        for g in rule["apiGroups"]
-        for r in rule["resources"]
-        for v in rule["verbs"]
-    }
+    lws_triples = rule_triples(rbac.LEADER_WORKER_SET_RULES)
     assert not lws_triples & triples({})
     assert lws_triples <= triples({"leaderWorkerSet": {"enabled": True}})
     assert lws_triples <= triples(

@@ -17,31 +17,17 @@ import pytest
 
 from draftgen.cli import main
 from draftgen.controller import names
-from draftgen.controller.kube import Kube
-from draftgen.controller.reconcile import JobRef, Reconciler
-from draftgen.controller.settings import OperatorSettings
 from draftgen.spec.status import PreflightStatus
 
-from .harness import BATCH, GJ, Cluster, example_job
+from .harness import BATCH, Cluster, example_job
+from .probes import reconcile_steps
 from .test_preflight_inputs import CASES, GOOD, KIMI_TOKENS, _write
 
 
 @pytest.fixture
 def step(cluster: Cluster) -> Iterator:
-    kube = Kube(cluster.emu.url, backoff=0.01)
-    reconciler = Reconciler(kube, OperatorSettings(http_timeout_seconds=0.2, preflight=True))
-
-    def run(name: str = "kimi") -> dict:
-        fresh = kube.get("GenerationJob", cluster.ns, name)
-        assert fresh is not None
-        outcome = reconciler.reconcile(JobRef(body=fresh))
-        cluster.emu.patch(
-            GJ, "generationjobs", cluster.ns, name, {"status": outcome.status}, subresource="status"
-        )
-        return outcome.status
-
-    yield run
-    kube.close()
+    with reconcile_steps(cluster, preflight=True) as run:
+        yield run
 
 
 def _end_job(

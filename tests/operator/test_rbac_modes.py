@@ -29,6 +29,7 @@ from .harness import (
     running_operator,
     wait_for,
 )
+from .probes import rule_triples
 
 NS = "drafters"
 SA = {"kind": "ServiceAccount", "name": "dg-draftgen", "namespace": "draftgen"}
@@ -54,16 +55,6 @@ def chart_grants(values: dict) -> tuple[Grant, ...]:
                 )
             )
     return tuple(out)
-
-
-def _triples(rules) -> set[tuple[str, str, str]]:
-    return {
-        (g, r, v)
-        for rule in rules
-        for g in rule["apiGroups"]
-        for r in rule["resources"]
-        for v in rule["verbs"]
-    }
 
 
 @pytest.fixture
@@ -154,12 +145,12 @@ def _check(cluster: Cluster, rules: list[dict]) -> None:
     """What the operator called is what the chart granted (and what operator/rbac.py says)."""
     assert cluster.emu.rbac is not None
     used = _used(cluster)
-    granted = _triples(rule for grant in cluster.emu.rbac.grants for rule in grant.rules)
+    granted = rule_triples(rule for grant in cluster.emu.rbac.grants for rule in grant.rules)
     assert used <= granted, f"called but not granted (refused with 403): {used - granted}"
     assert granted - used - ADMISSION_ONLY == set(), (
         f"granted but never called: {sorted(granted - used - ADMISSION_ONLY)}"
     )
-    assert granted == _triples(rules)
+    assert granted == rule_triples(rules)
 
 
 def test_every_namespace(enforcing) -> None:
@@ -290,7 +281,7 @@ def test_every_kind_kopf_manages_is_granted_or_excluded_with_a_reason() -> None:
     granted = {
         (g, r)
         for mode in ((True, True), (False, True))
-        for g, r, _ in _triples(rbac.rules(all_namespaces=mode[0], webhook=mode[1]))
+        for g, r, _ in rule_triples(rbac.rules(all_namespaces=mode[0], webhook=mode[1]))
     }
     from kopf._cogs.structs.references import Backbone  # kopf's own kinds: no public name
 
