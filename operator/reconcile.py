@@ -89,6 +89,13 @@ def status_to_wire(status: GenerationJobStatus) -> dict[str, Any]:
     return status.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
+def status_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """A merge patch from `old` to `new` (keys that disappeared are set to null)."""
+    out: dict[str, Any] = {k: v for k, v in new.items() if old.get(k) != v}
+    out.update({k: None for k in old if k not in new and k != "kopf"})
+    return out
+
+
 class Reconciler:
     """Holds the API client and settings; `adopt` sets owner references (kopf.adopt)."""
 
@@ -102,6 +109,21 @@ class Reconciler:
         """Everything the job created and controls (owner references let a real cluster's GC
         do the same); objects of the same names it does not control stay."""
         self.children.delete_all(name, namespace, uid)
+
+    def reconcile_stored(self, namespace: str, name: str) -> tuple[JobRef, Outcome] | None:
+        """What every handler does: reconcile the job as it is stored now (not as an event
+        delivered it) and write the status, only what changed; None if it is gone or going."""
+        fresh = self.kube.get("GenerationJob", namespace, name)
+        if fresh is None or fresh["metadata"].get("deletionTimestamp"):
+            return None
+        ref = JobRef(body=fresh)
+        outcome = self.reconcile(ref)
+        patch = status_patch(ref.old_status, outcome.status)
+        if patch:
+            self.kube.patch(
+                "GenerationJob", namespace, name, {"status": patch}, subresource="status"
+            )
+        return ref, outcome
 
     def reconcile(self, ref: JobRef, now: str | None = None) -> Outcome:
         now = now or now_rfc3339()

@@ -13,15 +13,7 @@ from draftgen.spec import GROUP, PLURAL, VERSION
 from .. import metrics
 from ..events import API_ERROR_REASON, JobEvent, job_events
 from ..kube import KubeError
-from ..reconcile import JobRef
 from . import state
-
-
-def status_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """A merge patch from `old` to `new` (keys that disappeared are set to null)."""
-    out: dict[str, Any] = {k: v for k, v in new.items() if old.get(k) != v}
-    out.update({k: None for k in old if k not in new and k != "kopf"})
-    return out
 
 
 def post_events(body: kopf.Body, events: list[JobEvent]) -> None:
@@ -43,16 +35,10 @@ def reconcile(body: kopf.Body, logger: kopf.Logger) -> None:
     metrics.RECONCILES.inc()
     with state.lock_for(body.metadata.uid or name):
         try:
-            fresh = reconciler.kube.get("GenerationJob", namespace, name)
-            if fresh is None or fresh["metadata"].get("deletionTimestamp"):
+            done = reconciler.reconcile_stored(namespace, name)
+            if done is None:
                 return
-            ref = JobRef(body=fresh)
-            outcome = reconciler.reconcile(ref)
-            patch = status_patch(ref.old_status, outcome.status)
-            if patch:
-                reconciler.kube.patch(
-                    "GenerationJob", namespace, name, {"status": patch}, subresource="status"
-                )
+            ref, outcome = done
         except KubeError as err:
             metrics.RECONCILE_ERRORS.labels(kind="api").inc()
             # A refused call (403, a webhook, a quota) is otherwise only in the operator's log.
