@@ -1,15 +1,15 @@
 """One level-based reconcile of one GenerationJob: observe the children, act, return the status.
 
-Every handler (create, update, resume, the timer) calls `reconcile`; it decides only from what is
-in the API now, creates by fixed names (a 409 means "already there"), so running it twice, or
-after an operator restart, creates nothing twice.
+Every handler (create, update, resume, the timer) calls `reconcile_stored`; it decides only from
+what is in the API now, creates by fixed names (a 409 means "already there"), so running it
+twice, or after an operator restart, creates nothing twice.
 
-Lifecycle: Pending → DownloadingModel (hf:// weights onto the models volume) → Preflight (the
-inputs and tokenizer checked by a CPU Job; both in `first_run`) → StartingServer (Service + a Deployment per replica, a LeaderWorkerSet per
-replica for a multi-node server, until every replica is ready) → Generating (ConfigMap with the job document + generator Job) → Succeeded (server torn
-down when `shutdownServerAfterCompletion`) or Failed (spec rejected, server crash loop, generator
-out of retries). `suspend: true` → Suspended (generator Job deleted, server scaled to 0); false
-resumes. A spec edit changes the job document: the generator is restarted with it (it resumes
+Lifecycle (the table in `phases`): Pending → DownloadingModel (hf:// weights onto the models
+volume) → Preflight (inputs and tokenizer checked by a CPU Job; both in `first_run`) →
+StartingServer (a Service and per replica a Deployment, or a LeaderWorkerSet for multi-node) →
+Generating (ConfigMap with the job document + generator Job) → Succeeded (server torn down with
+`shutdownServerAfterCompletion`) or Failed. `suspend: true` → Suspended (generator deleted,
+server scaled to 0). A spec edit restarts the generator with the new job document (it resumes
 exactly); the server is rolled only when its own rendering changed.
 
 This module sequences one reconcile: it reads the children, asks `decisions` what that means
