@@ -13,9 +13,10 @@ from draftgen.contract.job_argument import add_job_argument, job_files
 from draftgen.spec import SpecError, load_job_document
 from draftgen.spec.server import KVCacheDtype
 
+from .figures import PlanInputs
 from .kvcache import MemoryInputError, parse_start_log
 from .modelconfig import ModelConfigError, load_model_config
-from .planner import PlanInputs, build_plan
+from .planner import build_plan
 from .report import render_json, render_text
 
 

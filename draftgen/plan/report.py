@@ -6,9 +6,10 @@ import dataclasses
 import json
 from typing import Any
 
+from .capacity import other_kv_dtype
 from .eta import format_duration
+from .figures import Plan
 from .kvcache import GiB
-from .planner import Plan
 
 
 def _n(value: float | None, digits: int = 0) -> str:
@@ -73,7 +74,7 @@ def _capacity(plan: Plan) -> list[str]:
     if plan.log_check:
         out.append(f"  check:  {plan.log_check}")
     if plan.what_if:
-        lossy = "fp8_e4m3" if plan.kv_cache_dtype not in ("fp8_e4m3", "fp8_e5m2") else "bf16"
+        lossy = other_kv_dtype(plan.kv_cache_dtype)
         out.append("")
         out.append(
             f"  {'memFractionStatic':>17}  {plan.kv_cache_dtype + ' tokens':>13}  "
