@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-from collections import defaultdict
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -57,63 +55,32 @@ class GeneratorProgress:
 
 
 def parse_metrics(text: str) -> GeneratorProgress:
-    """Read the `draftgen_*` metrics of docs/metrics.md into per-dataset progress."""
-    samples: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    budget: dict[str, float] = {}
-    done: dict[str, bool] = {}
-    seen: set[str] = set()
-    throughput = eta = None
-    job_done = False
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            ds = s.labels.get(metrics.DATASET)
-            if s.name == metrics.SAMPLES.name and ds:
-                samples[ds]["samples"] += s.value
-            elif s.name == metrics.COMPLETION_TOKENS.name and ds:
-                samples[ds]["completion"] += s.value
-            elif s.name == metrics.PROMPT_TOKENS.name and ds:
-                samples[ds]["prompt"] += s.value
-            elif s.name == metrics.REJECTS.name and ds:
-                samples[ds]["rejects"] += s.value
-            elif s.name == metrics.BUDGET.name and ds:
-                budget[ds] = s.value
-            elif s.name == metrics.DATASET_DONE.name and ds:
-                done[ds] = s.value >= 1
-            elif s.name == metrics.COMPLETION_TOKENS_PER_SECOND.name:
-                throughput = s.value
-            elif s.name == metrics.ETA.name:
-                eta = s.value if math.isfinite(s.value) else None
-            elif s.name == metrics.JOB_DONE.name:
-                job_done = s.value >= 1
-            else:
-                continue
-            if ds:
-                seen.add(ds)
+    """The generator's page (read by the contract's parser) as the status's per-dataset
+    progress, in name order."""
+    page = metrics.read_generator_page(text)
     datasets = []
-    for name in sorted(seen):
-        counts = samples[name]
-        b = int(budget[name]) if name in budget else None
-        completion = int(counts["completion"])
+    for d in sorted(page.datasets, key=lambda d: d.name):
+        b = d.budget_completion_tokens
         overshoot = None
         if b:
-            overshoot = round(max(0, completion - b) * 100.0 / b, 3)
+            overshoot = round(max(0, d.completion_tokens - b) * 100.0 / b, 3)
         datasets.append(
             DatasetProgress(
-                name=name,
-                samples=int(counts["samples"]),
-                prompt_tokens=int(counts["prompt"]),
-                completion_tokens=completion,
+                name=d.name,
+                samples=d.samples,
+                prompt_tokens=d.prompt_tokens,
+                completion_tokens=d.completion_tokens,
                 budget_completion_tokens=b,
-                done=done.get(name, False),
+                done=d.done,
                 overshoot_percent=overshoot,
-                rejects=int(counts["rejects"]),
+                rejects=d.rejects,
             )
         )
     return GeneratorProgress(
         datasets=datasets,
-        throughput_tokens_per_second=throughput,
-        eta_seconds=eta,
-        job_done=job_done,
+        throughput_tokens_per_second=page.throughput,
+        eta_seconds=page.eta_seconds,
+        job_done=bool(page.job_done),
     )
 
 
