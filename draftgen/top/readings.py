@@ -5,7 +5,7 @@ for counts)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from draftgen.contract import metrics as names
@@ -34,28 +34,22 @@ class GeneratorPage:
     """draftgen_* samples on the page (0: the page has none of the generator's series)."""
 
 
+def _reading(d: names.DatasetSeries) -> DatasetReading:
+    counts = asdict(d)  # the same field names: a renamed one fails here, loudly
+    budget = counts.pop("budget_completion_tokens")
+    return DatasetReading(**counts, budget=Budget(completion_tokens=budget))
+
+
 def parse_generator_page(text: str) -> GeneratorPage:
     """The page as the contract's parser reads it (draftgen/contract/metrics.py)."""
     page = names.read_generator_page(text)
     return GeneratorPage(
-        datasets=[
-            DatasetReading(
-                name=d.name,
-                samples=d.samples,
-                prompt_tokens=d.prompt_tokens,
-                completion_tokens=d.completion_tokens,
-                truncated=d.truncated,
-                rejects=d.rejects,
-                budget=Budget(completion_tokens=d.budget_completion_tokens),
-                done=d.done,
-            )
-            for d in page.datasets
-        ],
-        servers=list(page.servers),
-        throughput=page.throughput,
-        eta_seconds=page.eta_seconds,
-        job_done=page.job_done,
-        series=page.series,
+        [_reading(d) for d in page.datasets],
+        list(page.servers),
+        page.throughput,
+        page.eta_seconds,
+        page.job_done,
+        page.series,
     )
 
 
