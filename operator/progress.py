@@ -84,14 +84,20 @@ def parse_metrics(text: str) -> GeneratorProgress:
     )
 
 
-def scrape(host: str, port: int, timeout: float) -> GeneratorProgress | None:
-    """The generator's progress, or None when its endpoint does not answer (yet)."""
+def _get(host: str, port: int, path: str, timeout: float) -> httpx.Response | None:
+    """GET `path` of a pod, or None when it does not answer (yet) or answers with an error."""
     try:
-        rsp = _http().get(f"http://{_host(host)}:{port}/metrics", timeout=timeout)
+        rsp = _http().get(f"http://{_host(host)}:{port}{path}", timeout=timeout)
         rsp.raise_for_status()
     except httpx.HTTPError:
         return None
-    return parse_metrics(rsp.text)
+    return rsp
+
+
+def scrape(host: str, port: int, timeout: float) -> GeneratorProgress | None:
+    """The generator's progress, or None when its endpoint does not answer (yet)."""
+    rsp = _get(host, port, "/metrics", timeout)
+    return None if rsp is None else parse_metrics(rsp.text)
 
 
 def parse_download(text: str) -> tuple[int, int | None] | None:
@@ -111,21 +117,18 @@ def parse_download(text: str) -> tuple[int, int | None] | None:
 
 def download_progress(host: str, port: int, timeout: float) -> tuple[int, int | None] | None:
     """The model download's bytes done/total, or None when its page does not answer (yet)."""
-    try:
-        rsp = _http().get(f"http://{_host(host)}:{port}/metrics", timeout=timeout)
-        rsp.raise_for_status()
-    except httpx.HTTPError:
-        return None
-    return parse_download(rsp.text)
+    rsp = _get(host, port, "/metrics", timeout)
+    return None if rsp is None else parse_download(rsp.text)
 
 
 def server_kv_capacity(host: str, port: int, timeout: float) -> int | None:
     """`max_total_num_tokens` from SGLang's `/get_server_info` (the KV pool in tokens)."""
+    rsp = _get(host, port, "/get_server_info", timeout)
+    if rsp is None:
+        return None
     try:
-        rsp = _http().get(f"http://{_host(host)}:{port}/get_server_info", timeout=timeout)
-        rsp.raise_for_status()
         return parse_server_info(rsp.json()).kv_tokens
-    except (httpx.HTTPError, ValueError):  # ServerInfoError is a ValueError
+    except ValueError:  # not JSON; ServerInfoError is a ValueError too
         return None
 
 
