@@ -20,11 +20,15 @@ from draftgen.plan.eta import format_duration
 from draftgen.redact import redact_url
 
 from .budget import Ledger
+from .logs import PROGRESS_FIELD
 
-# Names callers import from here: the JSON log's (generator/cli.py, generator/pretokenize.py) and
-# the rate model's (generator/run.py); they live in logs.py and rate.py.
-from .logs import PROGRESS_FIELD, json_logging, worker_logging  # noqa: F401
-from .rate import RateMeter, eta_seconds  # noqa: F401
+# `name as name`: re-exported for callers that still import them from here (generator/cli.py and
+# pretokenize.py the JSON log's, generator/run.py the rate model's); new callers import them from
+# logs.py and rate.py.
+from .logs import json_logging as json_logging
+from .logs import worker_logging as worker_logging
+from .rate import RateMeter
+from .rate import eta_seconds as eta_seconds
 
 if TYPE_CHECKING:
     from rich.live import Live
