@@ -10,7 +10,6 @@ import dataclasses
 import functools
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from draftgen.contract import metrics
 from draftgen.contract.server_info import parse_server_info
@@ -106,7 +105,7 @@ def parse_download(text: str) -> tuple[int, int | None] | None:
     from draftgen.contract import download_cli
 
     done = total = None
-    for family in text_string_to_metric_families(text):
+    for family in metrics.families(text):
         for s in family.samples:
             if s.name == download_cli.BYTES_DONE.name:
                 done = int(s.value)
