@@ -129,7 +129,7 @@ def test_vs_standard_client_runs(sglang_server, tmp_path: Path) -> None:
 
 def test_few_in_flight_seconds_counts_only_the_thin_stretches(monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(REPO / "bench"))
-    from vs_standard_client import few_in_flight_seconds
+    from vs_standard_runs import few_in_flight_seconds
 
     # One long request; two short ones overlap it from 1 to 2-3 s: 3 in flight for 1 s.
     assert few_in_flight_seconds([(0, 10), (1, 2), (1, 3)]) == 9
