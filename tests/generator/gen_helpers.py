@@ -120,6 +120,29 @@ def write_prompt_job(
     return write_job(directory, model, [source], **job)
 
 
+def write_all_and_capped_job(
+    directory: Path, model: Path, all_rows: int, capped_rows: int, budget: int, **job: Any
+) -> Path:
+    """A job of two `prompt` datasets: `all` (no budget: every one of `all_rows` rows) and
+    `capped` (`capped_rows` rows under a completion-token `budget`); `job` as write_job takes it."""
+    write_jsonl(directory / "all.jsonl", prompt_rows(all_rows, "a"))
+    write_jsonl(directory / "capped.jsonl", prompt_rows(capped_rows, "c"))
+    return write_job(
+        directory,
+        model,
+        [
+            {"name": "all", "source": "all.jsonl", "format": "prompt"},
+            {
+                "name": "capped",
+                "source": "capped.jsonl",
+                "format": "prompt",
+                "budget": {"completionTokens": budget},
+            },
+        ],
+        **job,
+    )
+
+
 def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
     """Run the job in this process (the real input side, the real server); the Runner."""
     from draftgen.generator.inputs import iter_samples, open_tokenizer
