@@ -143,6 +143,26 @@ def write_all_and_capped_job(
     )
 
 
+def generate_tools_dataset(
+    directory: Path, model: Path, url: str, rows: list[dict], **job: Any
+) -> tuple[list[dict], str]:
+    """`draftgen generate` (the CLI) of one `messages` dataset `tools` of `rows` with the
+    remote-code tokenizer of `model` (`trustRemoteCode`) against `url`, into `directory/out`;
+    `job` as write_job takes it. Its records and its output; it must succeed."""
+    write_jsonl(directory / "tools.jsonl", rows)
+    job_path = write_job(
+        directory,
+        model,
+        [{"name": "tools", "source": "tools.jsonl", "format": "messages"}],
+        model_extra={"trustRemoteCode": True},
+        **job,
+    )
+    proc = cli(*generate_command(job_path, directory / "out", url))
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    return records(directory / "out" / "tools"), out
+
+
 def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
     """Run the job in this process (the real input side, the real server); the Runner."""
     from draftgen.generator.inputs import iter_samples, open_tokenizer
