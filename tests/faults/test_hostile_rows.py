@@ -19,7 +19,7 @@ from draftgen.generator.inputs import iter_samples, open_tokenizer
 from draftgen.generator.integrity import STRICT_TOOL_SAMPLES
 from draftgen.generator.samples import Reject, Sample
 from draftgen.spec import parse_job
-from tests.jobs import job_document
+from tests.jobs import job_document, kimi_like_model
 
 BIG = "9" * 5000  # past Python's 4,300-digit int conversion limit
 FORMATS = ("messages", "sharegpt", "prompt", "glaive", "pretokenized")
@@ -156,12 +156,7 @@ def contexts(kimi_like_tokenizer, tmp_path_factory):
         job = parse_job(
             job_document(
                 "hostile",
-                model={
-                    "weights": str(kimi_like_tokenizer),
-                    "chatTemplateKwargs": {"thinking": True},
-                    "generationPrefix": "<think>",
-                    "specialTokens": ["<think>", "</think>"],
-                },
+                model=kimi_like_model(kimi_like_tokenizer, specialTokens=["<think>", "</think>"]),
                 datasets=[
                     {"name": "j", "source": f"{fmt}.jsonl", "format": fmt},
                     {"name": "p", "source": f"{fmt}.parquet", "format": fmt},

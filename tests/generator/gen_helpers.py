@@ -193,6 +193,18 @@ def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
     return runner
 
 
+def samples_of(job: Any, ctx: Any, base_dir: Path, dataset: int = 0, **kwargs: Any) -> list:
+    """Every item (Sample or Reject) the input side makes of the job's `dataset`-th dataset with
+    the tokenizer context `ctx`; `kwargs` as iter_samples takes them."""
+    from draftgen.generator.inputs import iter_samples
+
+    return list(
+        iter_samples(
+            job, job.spec.datasets[dataset], base_dir=base_dir, tokenizer_ctx=ctx, **kwargs
+        )
+    )
+
+
 def expected_ids(job_path: Path, dataset: str) -> list[str]:
     """Every sample id the input side makes of a dataset (what a run without budget holds)."""
     from draftgen.generator.inputs import iter_samples, open_tokenizer
