@@ -11,9 +11,11 @@ import pytest
 from draftgen.generator.inputs import open_tokenizer
 from draftgen.generator.samples import Reject, Sample
 from draftgen.spec import parse_job
+from draftgen.testing import families
 from tests.generator.gen_helpers import KIMI_SPECIAL_TOKENS, samples_of, write_jsonl
 from tests.jobs import job_document, kimi_like_model
 
+from .family_cases import render_cases
 from .tokenizer_fixture import DROPS_TOOLS, KIMI_LIKE, build_tokenizer
 
 
@@ -74,3 +76,22 @@ def shared_tokenizer():
     yield get
     for ctx in contexts.values():
         ctx.close()
+
+
+@pytest.fixture(scope="session")
+def family_tokenizer_dir(tmp_path_factory) -> Callable[[str], Path]:
+    """A family's fixture tokenizer directory (draftgen.testing.families), built once."""
+    built: dict[str, Path] = {}
+
+    def get(family: str) -> Path:
+        if family not in built:
+            built[family] = families.build(family, tmp_path_factory.mktemp("families") / family)
+        return built[family]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def family_rendered(family_tokenizer_dir, tmp_path_factory) -> dict:
+    """Every family case's job, tokenizer, rows and samples (family_cases.render_cases)."""
+    return render_cases(family_tokenizer_dir, tmp_path_factory.mktemp)

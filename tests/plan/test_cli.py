@@ -10,7 +10,7 @@ from draftgen.cli import main
 from draftgen.plan import plan_status
 from draftgen.plan.planner import PlanInputs, build_plan
 from draftgen.spec import load_job
-from tests.jobs import job_document, write_job_yaml
+from tests.jobs import dataset, job_document, write_job_yaml
 
 from .conftest import KIMI_START_LOG, LLAMA_8B
 
@@ -21,9 +21,11 @@ def _plan(capsys, *args):
     return code, out, err
 
 
-def _plan_kimi(capsys, examples, *args):
-    """`draftgen plan --job examples/kimi-k2.5.yaml ARGS`."""
-    return _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"), *args)
+def _plan_kimi(capsys, examples, *args, **flags):
+    """`draftgen plan --job examples/kimi-k2.5.yaml ARGS`, then each flag as `--name value`
+    (`mean_prompt_tokens=1000`: `--mean-prompt-tokens 1000`)."""
+    words = [w for k, v in flags.items() for w in ("--" + k.replace("_", "-"), str(v))]
+    return _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"), *args, *words)
 
 
 def test_kimi_report_a_person_can_act_on(capsys, examples):
@@ -75,12 +77,9 @@ def test_measured_throughput_at_the_bound_is_explained(capsys, examples):
     code, out, _ = _plan_kimi(
         capsys,
         examples,
-        "--mean-prompt-tokens",
-        "1000",
-        "--mean-completion-tokens",
-        "3000",
-        "--measured-throughput",
-        "680",
+        mean_prompt_tokens=1000,
+        mean_completion_tokens=3000,
+        measured_throughput=680,
     )
     assert "decodes that fit: 159,294 / 4,000 = 39" in out
     assert "39 × 17 tok/s = 663 completion tok/s" in out
@@ -89,13 +88,7 @@ def test_measured_throughput_at_the_bound_is_explained(capsys, examples):
 
 def test_measured_figures_on_the_command_line(capsys, examples):
     code, out, _ = _plan_kimi(
-        capsys,
-        examples,
-        "--json",
-        "--free-before-load-gib",
-        "94.04",
-        "--free-after-load-gib",
-        "23.71",
+        capsys, examples, "--json", free_before_load_gib=94.04, free_after_load_gib=23.71
     )
     assert json.loads(out)["memory"]["free_after_load_gib"] == 23.71
     code, _, err = _plan_kimi(capsys, examples, "--free-before-load-gib", "94.04")
@@ -129,13 +122,13 @@ def test_estimate_from_gpu_memory_for_a_gqa_model(capsys, tmp_path):
             model={"weights": "weights"},
             server={"tensorParallelSize": 1},
             datasets=[
-                {
-                    "name": "chat",
-                    "source": "c.jsonl",
-                    "format": "messages",
-                    "budget": {"maxSamples": 1000},
-                    "expected": {"promptTokens": 500, "completionTokens": 1500},
-                }
+                dataset(
+                    "chat",
+                    "c.jsonl",
+                    "messages",
+                    budget={"maxSamples": 1000},
+                    expected={"promptTokens": 500, "completionTokens": 1500},
+                )
             ],
         ),
     )
