@@ -120,27 +120,18 @@ def write_prompt_job(
     return write_job(directory, model, [source], **job)
 
 
-def write_all_and_capped_job(
-    directory: Path, model: Path, all_rows: int, capped_rows: int, budget: int, **job: Any
+def write_prompt_datasets(
+    directory: Path, model: Path, datasets: dict[str, tuple[int, dict | None]], **job: Any
 ) -> Path:
-    """A job of two `prompt` datasets: `all` (no budget: every one of `all_rows` rows) and
-    `capped` (`capped_rows` rows under a completion-token `budget`); `job` as write_job takes it."""
-    write_jsonl(directory / "all.jsonl", prompt_rows(all_rows, "a"))
-    write_jsonl(directory / "capped.jsonl", prompt_rows(capped_rows, "c"))
-    return write_job(
-        directory,
-        model,
-        [
-            {"name": "all", "source": "all.jsonl", "format": "prompt"},
-            {
-                "name": "capped",
-                "source": "capped.jsonl",
-                "format": "prompt",
-                "budget": {"completionTokens": budget},
-            },
-        ],
-        **job,
-    )
+    """A job of `prompt` datasets, `name: (rows, budget)` each: that many prompt rows (ids
+    prefixed with the name's first letter) in `<name>.jsonl`, under `budget` (None: none);
+    `job` as write_job takes it."""
+    sources = []
+    for name, (rows, budget) in datasets.items():
+        write_jsonl(directory / f"{name}.jsonl", prompt_rows(rows, name[0]))
+        source = {"name": name, "source": f"{name}.jsonl", "format": "prompt"}
+        sources.append(source if budget is None else {**source, "budget": budget})
+    return write_job(directory, model, sources, **job)
 
 
 def generate_tools_dataset(

@@ -18,7 +18,7 @@ from .gen_helpers import (
     expected_ids,
     generate_command,
     records,
-    write_all_and_capped_job,
+    write_prompt_datasets,
     write_prompt_job,
 )
 
@@ -53,12 +53,10 @@ def _run_until(
 
 def test_sigkill_at_several_points_then_resume_exactly(tmp_path, tiny_kimi, sglang_server):
     budget, max_new = 60, 6
-    job = write_all_and_capped_job(
+    job = write_prompt_datasets(
         tmp_path,
         tiny_kimi,
-        32,
-        40,
-        budget,
+        {"all": (32, None), "capped": (40, {"completionTokens": budget})},
         sampling={"temperature": 1.0, "maxNewTokens": max_new, "seed": 11},
         generator={"concurrency": {"mode": "fixed", "maxRequests": 6}, "tokenizerWorkers": 1},
     )

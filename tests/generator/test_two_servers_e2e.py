@@ -21,7 +21,7 @@ from .gen_helpers import (
     expected_ids,
     generate_command,
     records,
-    write_all_and_capped_job,
+    write_prompt_datasets,
 )
 
 pytestmark = pytest.mark.sglang
@@ -45,12 +45,10 @@ def second_server(tiny_kimi, sglang_server):
 def test_two_servers_both_serve_and_one_restarts_without_loss(
     tmp_path, tiny_kimi, sglang_server, second_server
 ) -> None:
-    job = write_all_and_capped_job(
+    job = write_prompt_datasets(
         tmp_path,
         tiny_kimi,
-        12,
-        300,
-        BUDGET,
+        {"all": (12, None), "capped": (300, {"completionTokens": BUDGET})},
         sampling={"maxNewTokens": MAX_NEW, "temperature": 1.0, "seed": 7},
         generator={"concurrency": {"mode": "fixed", "maxRequests": 4}, "retries": 3},
     )
