@@ -13,13 +13,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from draftgen.generator.inputs import open_tokenizer
 from draftgen.generator.samples import Reject, Sample
-from draftgen.spec import parse_job
 from tests.generator.gen_helpers import samples_of
-from tests.jobs import job_document, kimi_like_model
+from tests.jobs import dataset
 
 from .bad_row_strategies import EXPECTED, ROWS, SEEN_DOORS, VOCAB, lines_for
+from .input_contexts import input_contexts
 
 THINK = 163606
 MAX_PROMPT = 2048
@@ -48,23 +47,12 @@ KNOWN_REASONS = {
 def contexts(kimi_like_tokenizer, tmp_path_factory):
     """One tokenizer context per format (opened once: loading a tokenizer is the slow part)."""
     base = tmp_path_factory.mktemp("rows")
-    out = {}
-    for fmt in ROWS:
-        job = parse_job(
-            job_document(
-                "fuzz",
-                model=kimi_like_model(kimi_like_tokenizer, specialTokens=["<think>", "</think>"]),
-                datasets=[{"name": "d", "source": f"{fmt}.jsonl", "format": fmt}],
-            )
-        )
-        (base / f"{fmt}.jsonl").write_text('{"prompt": "warm-up"}\n')
-        ctx = open_tokenizer(job, base, workers=0).__enter__()
-        # The first tool-bearing and prefix-checked rows are strict (refusal to start): pass
-        # them with good rows so the fuzzed rows meet the per-row checks.
-        out[fmt] = (job, ctx)
-    yield base, out
-    for _, ctx in out.values():
-        ctx.close()
+    # The first tool-bearing and prefix-checked rows are strict (refusal to start): each test
+    # leads its rows with good ones so the fuzzed rows meet the per-row checks.
+    with input_contexts(
+        "fuzz", kimi_like_tokenizer, base, ROWS, lambda fmt: [dataset("d", f"{fmt}.jsonl", fmt)]
+    ) as out:
+        yield base, out
 
 
 def run_rows(base: Path, job, ctx, fmt: str, lines: list[bytes]) -> list[Sample | Reject]:
