@@ -25,9 +25,11 @@ from .gen_run import (
     check_consistent,
     expected_ids,
     generate_args,
+    prompt_rows,
     record_count,
     records,
-    write_prompt_job,
+    write_job,
+    write_jsonl,
 )
 
 
@@ -120,7 +122,10 @@ def test_a_lost_lease_stops_the_holder(tmp_path):
 def test_two_generate_processes_on_one_output_one_is_refused_nothing_twice(
     tmp_path, tiny_kimi, sglang_server
 ):
-    job = write_prompt_job(tmp_path, tiny_kimi, 150, name="chat")
+    write_jsonl(tmp_path / "p.jsonl", prompt_rows(150))
+    job = write_job(
+        tmp_path, tiny_kimi, [{"name": "chat", "source": "p.jsonl", "format": "prompt"}]
+    )
     out = tmp_path / "out"
     first = Run(generate_args(job, sglang_server.url, out), tmp_path)
     deadline = time.monotonic() + 120
