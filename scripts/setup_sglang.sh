@@ -21,32 +21,17 @@
 #   satisfies SGLang's module-level imports; none of its kernels runs on the plain-torch path.
 set -euo pipefail
 
-SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
-CACHE="${DRAFTGEN_CACHE:-$REPO_ROOT/.cache}"
-VENV="$CACHE/venv-sglang"
-STAMP="$VENV/.draftgen-setup.stamp"
+SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$SELF")/lib.sh"  # SCRIPT_DIR, CACHE, LIB, TORCH_VERSION; PYTHONSAFEPATH=1
+use_venv venv-sglang
 REQS="$SCRIPT_DIR/sglang-requirements.txt"
 PLACEHOLDER="$SCRIPT_DIR/sgl_kernel_placeholder/sgl_kernel.py"
-SELF="$SCRIPT_DIR/$(basename "${BASH_SOURCE[0]}")"
-# Never let the current directory shadow modules: the repo root has top-level packages whose
-# names clash with the standard library (e.g. `operator/`), and `python -m` puts cwd first.
-export PYTHONSAFEPATH=1
 
-TORCH_VERSION="2.13.0"
 SGLANG_VERSION="0.5.23"
 TORCHVISION_VERSION="0.28.0"
 
-force=0; clean=0; models=0
-for arg in "$@"; do
-  case "$arg" in
-    --force) force=1 ;;
-    --clean) clean=1; force=1 ;;
-    --models) models=1 ;;
-    -h|--help) sed -n '2,9p' "$SELF"; exit 0 ;;
-    *) echo "unknown argument: $arg" >&2; exit 2 ;;
-  esac
-done
+parse_setup_args 2,9p --models -- "$@"
 
 build_models() {
   if [ "$models" = 1 ]; then
@@ -55,61 +40,28 @@ build_models() {
   fi
 }
 
-# The recipe: this script, the pinned requirements and the placeholder. Any change reinstalls.
-recipe_hash() {
-  cat "$SELF" "$REQS" "$PLACEHOLDER" | sha256sum | cut -d' ' -f1
-}
-want="$(recipe_hash)"
+# The recipe: this script, its helpers, the pinned requirements and the placeholder. Any change
+# reinstalls.
+want="$(cat "$SELF" "$LIB" "$REQS" "$PLACEHOLDER" | sha256sum | cut -d' ' -f1)"
 
-if [ "$force" = 0 ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/python" ]; then
+if up_to_date; then
   echo "sglang venv up to date: $VENV"
   build_models
   exit 0
 fi
 
-mkdir -p "$CACHE"
+take_lock setup-sglang
 cd "$CACHE"
-# Serialise concurrent runs (e.g. two test sessions starting at once).
-exec 9>"$CACHE/.setup-sglang.lock"
-flock 9
-if [ "$force" = 0 ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
+if up_to_date; then
   echo "sglang venv up to date (set up by a concurrent run): $VENV"
   build_models
   exit 0
 fi
 
 t0=$(date +%s)
-PY=""
-for cand in python3.11 python3; do
-  if command -v "$cand" >/dev/null 2>&1 &&
-     "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
-    PY="$(command -v "$cand")"; break
-  fi
-done
-[ -n "$PY" ] || { echo "error: python3.11 not found" >&2; exit 1; }
-
-if [ "$clean" = 1 ] && [ -d "$VENV" ]; then
-  echo "removing $VENV"
-  rm -rf "$VENV"
-fi
-rm -f "$STAMP"
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "creating $VENV with $PY"
-  "$PY" -m venv "$VENV"
-fi
-
-CONSTRAINTS="$(mktemp)"
-trap 'rm -f "$CONSTRAINTS"' EXIT
-echo "torch==$TORCH_VERSION" >"$CONSTRAINTS"
-
-pip_install() {
-  # The "Location ... is ignored" lines come from this machine's optional local indexes.
-  PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install --quiet \
-    -c "$CONSTRAINTS" "$@" 2>&1 | { grep -v -e 'is ignored: it is neither a file nor a directory' \
-    -e "dependency resolver does not currently take into account" -e '^sglang .* requires ' \
-    -e '^torchvision .* requires ' || true; }
-  return "${PIPESTATUS[0]}"
-}
+find_python311
+prepare_venv
+PIP_QUIET=('^sglang .* requires ' '^torchvision .* requires ')
 
 echo "installing torch==$TORCH_VERSION (CPU build)"
 pip_install "torch==$TORCH_VERSION"
@@ -141,21 +93,12 @@ else
   install -m 644 "$PLACEHOLDER" "$SITE/sgl_kernel.py"
 fi
 
-# Smoke test: the server's modules import on the CPU path (outside the repo, so that no
-# top-level package of ours can shadow a stdlib or third-party module).
-echo "checking that sglang imports"
-if ! out="$(cd / && SGLANG_USE_CPU_ENGINE=1 PYTHONSAFEPATH=1 "$VENV/bin/python" -W ignore -c '
+# Smoke test: the server's modules import on the CPU path.
+SGLANG_USE_CPU_ENGINE=1 smoke_test "sglang's modules" '
 import torch, torchvision, sglang, sglang.launch_server, sglang.srt.entrypoints.http_server
 assert torch.__version__.split("+")[0] == "'"$TORCH_VERSION"'", torch.__version__
 print("torch", torch.__version__, "| torchvision", torchvision.__version__, "| sglang", sglang.__version__)
-' 2>&1)"; then
-  echo "$out" | tail -20 >&2
-  echo "error: sglang does not import on the CPU path" >&2
-  exit 1
-fi
-echo "$out" | tail -1
+'
 
-echo "$want" >"$STAMP"
-t1=$(date +%s)
-echo "sglang venv ready: $VENV ($(du -sh "$VENV" | cut -f1), $((t1 - t0)) s)"
+finish_setup sglang
 build_models

@@ -20,83 +20,36 @@
 # Takes about 90 s of CPU: 75 s wall on an idle 2-core machine, 6-7 min on a busy one; 1.5 GB.
 set -euo pipefail
 
-SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
-CACHE="${DRAFTGEN_CACHE:-$REPO_ROOT/.cache}"
-VENV="$CACHE/venv-trainers"
-STAMP="$VENV/.draftgen-setup.stamp"
+SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$SELF")/lib.sh"  # SCRIPT_DIR, CACHE, LIB, TORCH_VERSION; PYTHONSAFEPATH=1
+use_venv venv-trainers
 REQS="$SCRIPT_DIR/trainers-requirements.txt"
-SELF="$SCRIPT_DIR/$(basename "${BASH_SOURCE[0]}")"
-# The repo root has top-level packages whose names clash with the standard library (operator/).
-export PYTHONSAFEPATH=1
 
-TORCH_VERSION="2.13.0"
 SPECULATORS_VERSION="0.9.0"
 SPECFORGE_VERSION="0.2.0"
 HS_CONNECTORS_VERSION="0.9.0"
 
-force=0; clean=0
-for arg in "$@"; do
-  case "$arg" in
-    --force) force=1 ;;
-    --clean) clean=1; force=1 ;;
-    -h|--help) sed -n '2,8p' "$SELF"; exit 0 ;;
-    *) echo "unknown argument: $arg" >&2; exit 2 ;;
-  esac
-done
+parse_setup_args 2,8p -- "$@"
 
-# The recipe: this script and the pinned requirements. Any change reinstalls.
-want="$(cat "$SELF" "$REQS" | sha256sum | cut -d' ' -f1)"
-up_to_date() {
-  [ "$force" = 0 ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/python" ]
-}
+# The recipe: this script, its helpers and the pinned requirements. Any change reinstalls.
+want="$(cat "$SELF" "$LIB" "$REQS" | sha256sum | cut -d' ' -f1)"
 if up_to_date; then
   echo "trainers venv up to date: $VENV"
   exit 0
 fi
 
-mkdir -p "$CACHE"
+take_lock setup-trainers
 cd "$CACHE"
-# Serialise concurrent runs (e.g. two test sessions starting at once).
-exec 9>"$CACHE/.setup-trainers.lock"
-flock 9
 if up_to_date; then
   echo "trainers venv up to date (set up by a concurrent run): $VENV"
   exit 0
 fi
 
 t0=$(date +%s)
-PY=""
-for cand in python3.11 python3; do
-  if command -v "$cand" >/dev/null 2>&1 &&
-     "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
-    PY="$(command -v "$cand")"; break
-  fi
-done
-[ -n "$PY" ] || { echo "error: python3.11 not found" >&2; exit 1; }
-
-if [ "$clean" = 1 ] && [ -d "$VENV" ]; then
-  echo "removing $VENV"
-  rm -rf "$VENV"
-fi
-rm -f "$STAMP"
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "creating $VENV with $PY"
-  "$PY" -m venv "$VENV"
-fi
-
-CONSTRAINTS="$(mktemp)"
-trap 'rm -f "$CONSTRAINTS"' EXIT
-echo "torch==$TORCH_VERSION" >"$CONSTRAINTS"
-
-pip_install() {
-  # The "Location ... is ignored" lines come from this machine's optional local indexes.
-  PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install --quiet \
-    -c "$CONSTRAINTS" "$@" 2>&1 | { grep -v -e 'is ignored: it is neither a file nor a directory' \
-    -e "dependency resolver does not currently take into account" \
-    -e '^\(speculators\|specforge\|hs-connectors\) .* requires ' || true; }
-  return "${PIPESTATUS[0]}"
-}
+find_python311
+prepare_venv
+PIP_QUIET=('^\(speculators\|specforge\|hs-connectors\) .* requires ')
 
 echo "installing torch==$TORCH_VERSION (CPU build)"
 pip_install "torch==$TORCH_VERSION"
@@ -107,10 +60,8 @@ echo "installing speculators==$SPECULATORS_VERSION, specforge==$SPECFORGE_VERSIO
 pip_install --no-deps "speculators==$SPECULATORS_VERSION" "specforge==$SPECFORGE_VERSION" \
   "hs-connectors==$HS_CONNECTORS_VERSION"
 
-# Smoke test: every entry point the export tests call imports (outside the repo, so that no
-# top-level package of ours can shadow a stdlib or third-party module).
-echo "checking that the trainers' loaders import"
-if ! out="$(cd / && "$VENV/bin/python" -W ignore -c '
+# Smoke test: every entry point the export tests call imports.
+smoke_test "the trainers' loaders" '
 import importlib.metadata as md
 import torch
 from speculators.cli import app  # `speculators prepare-data`
@@ -121,13 +72,6 @@ from specforge.data.preprocessing import build_eagle3_dataset
 assert torch.__version__.split("+")[0] == "'"$TORCH_VERSION"'", torch.__version__
 print("torch", torch.__version__, "| speculators", md.version("speculators"),
       "| specforge", md.version("specforge"))
-' 2>&1)"; then
-  echo "$out" | tail -20 >&2
-  echo "error: the trainers' loaders do not import" >&2
-  exit 1
-fi
-echo "$out" | tail -1
+'
 
-echo "$want" >"$STAMP"
-t1=$(date +%s)
-echo "trainers venv ready: $VENV ($(du -sh "$VENV" | cut -f1), $((t1 - t0)) s)"
+finish_setup trainers

@@ -19,6 +19,23 @@ def job_document(name: str = "job", namespace: str | None = None, **spec: Any) -
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}
 
 
+def dataset(name: str, source: str, fmt: str, **fields: Any) -> dict[str, Any]:
+    """A `spec.datasets` entry: `name`, read from `source` in format `fmt`; `fields` added
+    (`budget=`, `sampling=`, `expected=`, ...)."""
+    return {"name": name, "source": source, "format": fmt, **fields}
+
+
+def kimi_like_model(weights: Path | str, **fields: Any) -> dict[str, Any]:
+    """`spec.model` of a Kimi-style tokenizer at `weights`: thinking on, each prompt ending in the
+    `<think>` generation prefix; `fields` added (`specialTokens=`, ...)."""
+    return {
+        "weights": str(weights),
+        "chatTemplateKwargs": {"thinking": True},
+        "generationPrefix": "<think>",
+        **fields,
+    }
+
+
 def write_job_yaml(path: Path, document: dict[str, Any]) -> Path:
     """`document` as the YAML file `path` (what `draftgen ... --job` reads)."""
     path.write_text(yaml.safe_dump(document, sort_keys=False))

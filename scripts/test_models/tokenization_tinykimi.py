@@ -30,8 +30,8 @@ NUM_RESERVED_SPECIAL_TOKENS = 256
 PAT_STR = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
-# A copy of scripts/build_test_models.py's, on purpose: this file is shipped into the model
-# directory and loaded by transformers as remote code, so it must stand alone.
+# The one definition: this file is shipped into the model directory and loaded by transformers as
+# remote code, so it must stand alone; the builder (scripts/test_models/bpe.py) reads it from here.
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable character map: token strings for the Python API."""
     bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))

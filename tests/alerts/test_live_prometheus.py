@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from draftgen.contract import metrics
-from tests.jobs import job_document, write_job_yaml
+from tests.jobs import dataset, job_document, kimi_like_model, write_job_yaml
 
 from .prometheus import PROMETHEUS, PrometheusServer, free_port
 from .test_dashboard import fill_variables
@@ -60,28 +60,16 @@ def _job(tmp: Path, model: Path) -> Path:
         tmp / "job.yaml",
         job_document(
             "live",
-            model={
-                "weights": str(model),
-                "chatTemplateKwargs": {"thinking": True},
-                "generationPrefix": "<think>",
-            },
+            model=kimi_like_model(model),
             server={"tensorParallelSize": 1},
             sampling={"temperature": 1.0, "maxNewTokens": 24},
             generator={"concurrency": {"mode": "fixed", "maxRequests": 6}},
             output={"path": "out"},
             datasets=[
-                {
-                    "name": "chat",
-                    "source": "data/chat.jsonl",
-                    "format": "messages",
-                    "budget": {"completionTokens": 500},
-                },
-                {
-                    "name": "prompts",
-                    "source": "data/prompts.jsonl",
-                    "format": "prompt",
-                    "budget": {"completionTokens": 500},
-                },
+                dataset("chat", "data/chat.jsonl", "messages", budget={"completionTokens": 500}),
+                dataset(
+                    "prompts", "data/prompts.jsonl", "prompt", budget={"completionTokens": 500}
+                ),
             ],
         ),
     )

@@ -67,18 +67,23 @@ def test_benchmark_runs(script: str, tmp_path: Path) -> None:
     run_bench(script, SMALL[script], tmp_path)
 
 
-def test_report_from_results(tmp_path: Path) -> None:
-    run_bench("budget_precision", SMALL["budget_precision"], tmp_path)
-    env = {**os.environ, "DRAFTGEN_BENCH_RESULTS": str(tmp_path / "results")}
-    out = tmp_path / "benchmarks.md"
+def _report(env: dict[str, str], *args: str) -> None:
+    """bench/report.py with `args`, the results read from `env`'s DRAFTGEN_BENCH_RESULTS."""
     subprocess.run(
-        [sys.executable, str(REPO / "bench" / "report.py"), "--output", str(out)],
+        [sys.executable, str(REPO / "bench" / "report.py"), *args],
         env=env,
         check=True,
         capture_output=True,
         timeout=60,
         cwd=REPO,
     )
+
+
+def test_report_from_results(tmp_path: Path) -> None:
+    run_bench("budget_precision", SMALL["budget_precision"], tmp_path)
+    env = {**os.environ, "DRAFTGEN_BENCH_RESULTS": str(tmp_path / "results")}
+    out = tmp_path / "benchmarks.md"
+    _report(env, "--output", str(out))
     text = out.read_text()
     assert "bench/budget_precision.py --budgets 5000" in text  # the exact command line
     assert "nproc" in text and "| budget |" in text
@@ -91,15 +96,7 @@ def test_report_updates_one_section_and_keeps_the_others(tmp_path: Path) -> None
     out.write_text((REPO / "docs" / "benchmarks.md").read_text())
     before = out.read_text()
     for _ in range(2):  # idempotent: the second update replaces the first
-        subprocess.run(
-            [sys.executable, str(REPO / "bench" / "report.py"), "--update", "budget_precision"]
-            + ["--output", str(out)],
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=60,
-            cwd=REPO,
-        )
+        _report(env, "--update", "budget_precision", "--output", str(out))
     text = out.read_text()
     assert text.count('<a id="budget-precision"></a>') == 1
     assert "bench/budget_precision.py --budgets 5000" in text
@@ -129,7 +126,7 @@ def test_vs_standard_client_runs(sglang_server, tmp_path: Path) -> None:
 
 def test_few_in_flight_seconds_counts_only_the_thin_stretches(monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(REPO / "bench"))
-    from vs_standard_client import few_in_flight_seconds
+    from vs_standard_runs import few_in_flight_seconds
 
     # One long request; two short ones overlap it from 1 to 2-3 s: 3 in flight for 1 s.
     assert few_in_flight_seconds([(0, 10), (1, 2), (1, 3)]) == 9

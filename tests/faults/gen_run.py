@@ -22,6 +22,8 @@ from tests.generator.gen_helpers import (  # noqa: F401
     rejects,
     write_job,
     write_jsonl,
+    write_prompt_datasets,
+    write_prompt_job,
 )
 
 

@@ -22,10 +22,8 @@ from .gen_run import (
     check_consistent,
     expected_ids,
     generate_args,
-    prompt_rows,
     record_count,
-    write_job,
-    write_jsonl,
+    write_prompt_datasets,
 )
 
 pytestmark = pytest.mark.sglang
@@ -37,27 +35,14 @@ FIRST_N = 8
 
 
 def _job(directory, tiny_kimi):
-    write_jsonl(directory / "all.jsonl", prompt_rows(36, "a"))
-    write_jsonl(directory / "first.jsonl", prompt_rows(20, "f"))
-    write_jsonl(directory / "tokens.jsonl", prompt_rows(30, "t"))
-    return write_job(
+    return write_prompt_datasets(
         directory,
         tiny_kimi,
-        [
-            {"name": "all", "source": "all.jsonl", "format": "prompt"},
-            {
-                "name": "first",
-                "source": "first.jsonl",
-                "format": "prompt",
-                "budget": {"maxSamples": FIRST_N},
-            },
-            {
-                "name": "tokens",
-                "source": "tokens.jsonl",
-                "format": "prompt",
-                "budget": {"completionTokens": TOKEN_BUDGET},
-            },
-        ],
+        {
+            "all": (36, None),
+            "first": (20, {"maxSamples": FIRST_N}),
+            "tokens": (30, {"completionTokens": TOKEN_BUDGET}),
+        },
         sampling={"temperature": 1.0, "maxNewTokens": MAX_NEW, "seed": 5},
         # Two requests at a time: records land one by one, so kills fall between any two of them
         # (with a wide window, a whole batch lands at once and the job ends too soon).

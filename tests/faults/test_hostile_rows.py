@@ -15,11 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from draftgen.generator.inputs import iter_samples, open_tokenizer
+from draftgen.generator.inputs import iter_samples
 from draftgen.generator.integrity import STRICT_TOOL_SAMPLES
 from draftgen.generator.samples import Reject, Sample
-from draftgen.spec import parse_job
-from tests.jobs import job_document
+from tests.jobs import dataset
+
+from .input_contexts import input_contexts
 
 BIG = "9" * 5000  # past Python's 4,300-digit int conversion limit
 FORMATS = ("messages", "sharegpt", "prompt", "glaive", "pretokenized")
@@ -151,34 +152,16 @@ def contexts(kimi_like_tokenizer, tmp_path_factory):
     """Per format a job with a JSONL dataset `j`, a Parquet dataset `p` and the same Parquet file
     shuffled (`s`, read by row index), and its tokenizer."""
     base = tmp_path_factory.mktemp("hostile")
-    out = {}
-    for fmt in FORMATS:
-        job = parse_job(
-            job_document(
-                "hostile",
-                model={
-                    "weights": str(kimi_like_tokenizer),
-                    "chatTemplateKwargs": {"thinking": True},
-                    "generationPrefix": "<think>",
-                    "specialTokens": ["<think>", "</think>"],
-                },
-                datasets=[
-                    {"name": "j", "source": f"{fmt}.jsonl", "format": fmt},
-                    {"name": "p", "source": f"{fmt}.parquet", "format": fmt},
-                    {
-                        "name": "s",
-                        "source": f"{fmt}.parquet",
-                        "format": fmt,
-                        "selection": {"mode": "shuffle", "seed": 7},
-                    },
-                ],
-            )
-        )
-        (base / f"{fmt}.jsonl").write_text('{"prompt": "warm-up"}\n')
-        out[fmt] = (job, open_tokenizer(job, base, workers=0).__enter__())
-    yield base, out
-    for _, ctx in out.values():
-        ctx.close()
+
+    def datasets(fmt: str) -> list[dict]:
+        return [
+            dataset("j", f"{fmt}.jsonl", fmt),
+            dataset("p", f"{fmt}.parquet", fmt),
+            dataset("s", f"{fmt}.parquet", fmt, selection={"mode": "shuffle", "seed": 7}),
+        ]
+
+    with input_contexts("hostile", kimi_like_tokenizer, base, FORMATS, datasets) as out:
+        yield base, out
 
 
 def _lead(fmt: str) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .gen_run import generate_args, prompt_rows, write_job, write_jsonl
+from .gen_run import generate_args, write_prompt_job
 from .misbehaving import Misbehaving
 
 
@@ -27,11 +27,10 @@ def _alive(pid: int) -> bool:
 
 
 def test_tokenizer_workers_exit_when_the_generator_is_killed(tmp_path, kimi_like_tokenizer):
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(4))
-    job = write_job(
+    job = write_prompt_job(
         tmp_path,
         kimi_like_tokenizer,
-        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        4,
         generator={"tokenizerWorkers": 2},
         model_extra={"specialTokens": ["<think>"]},
     )

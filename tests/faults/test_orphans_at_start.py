@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from .gen_run import prompt_rows, write_job, write_jsonl
+from .gen_run import write_prompt_job
 from .misbehaving import Misbehaving
 from .test_orphans import _alive, _children
 
@@ -42,11 +42,10 @@ def _generate(job: Path, server: str, out: Path, log: Path) -> subprocess.Popen:
 
 
 def test_workers_killed_while_starting_do_not_survive(tmp_path, kimi_like_tokenizer):
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(40))
-    job = write_job(
+    job = write_prompt_job(
         tmp_path,
         kimi_like_tokenizer,
-        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        40,
         generator={"tokenizerWorkers": WORKERS},
         model_extra={"specialTokens": ["<think>"]},
     )

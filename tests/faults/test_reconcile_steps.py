@@ -5,6 +5,7 @@ step (no memory carried over), each step the same code kopf's handlers run. Dete
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 import pytest
@@ -104,9 +105,10 @@ def test_the_scenarios_met_every_kind_of_api_error():
     assert any(when == "after" for _, when, _ in ALL_INJECTED), ALL_INJECTED
 
 
-def test_a_lost_status_write_after_teardown_does_not_bring_the_server_back(tmp_path):
-    """Regression: the generator succeeded, the server was torn down, and the operator died
-    before writing `Succeeded`. The next operator must not re-create the GPU server."""
+@contextlib.contextmanager
+def _generating(tmp_path):
+    """The job brought up to its generator Job (the server ready) on an emulator that does not
+    fail, by one reconciler: (emulator, cluster, settings, reconciler)."""
     (tmp_path / "e").mkdir()
     emu = FlakyEmulatorThread(tmp_path / "e", fail_rate=0.0, seed=0).start()
     try:
@@ -118,6 +120,15 @@ def test_a_lost_status_write_after_teardown_does_not_bring_the_server_back(tmp_p
             one_step(rec, "drafters", "kimi")
             if cluster.deployment("kimi-server-0") is not None:
                 cluster.server_ready("kimi")
+        yield emu, cluster, settings, rec
+    finally:
+        emu.stop()
+
+
+def test_a_lost_status_write_after_teardown_does_not_bring_the_server_back(tmp_path):
+    """Regression: the generator succeeded, the server was torn down, and the operator died
+    before writing `Succeeded`. The next operator must not re-create the GPU server."""
+    with _generating(tmp_path) as (emu, cluster, settings, rec):
         assert cluster.status("kimi")["phase"] == "Generating"
         cluster.finish_generator("kimi")
         # The teardown happened, the status write did not (the process died in between).
@@ -129,25 +140,13 @@ def test_a_lost_status_write_after_teardown_does_not_bring_the_server_back(tmp_p
         assert cluster.status("kimi")["phase"] == "Succeeded"
         assert cluster.deployment("kimi-server-0") is None
         assert emu.creates("deployments") == ["kimi-server-0"]
-    finally:
-        emu.stop()
 
 
 def test_a_lost_status_write_after_a_generator_failure_does_not_restart_it(tmp_path):
     """Regression: the generator Job failed past its backoff limit; the operator recorded
     nothing before it died. The next operator must report the failure, not start a new Job
     (and the failed Job stays, with its pods' logs)."""
-    (tmp_path / "e").mkdir()
-    emu = FlakyEmulatorThread(tmp_path / "e", fail_rate=0.0, seed=0).start()
-    try:
-        cluster = Cluster(emu, "drafters")
-        cluster.apply(_job())
-        settings = OperatorSettings(http_timeout_seconds=0.2, preflight=False)
-        rec = Reconciler(Kube(emu.url, backoff=0.01), settings)
-        for _ in range(3):
-            one_step(rec, "drafters", "kimi")
-            if cluster.deployment("kimi-server-0") is not None:
-                cluster.server_ready("kimi")
+    with _generating(tmp_path) as (emu, cluster, settings, rec):
         cluster.finish_generator("kimi", succeeded=False)
         rec.reconcile(JobRef(body=cluster.job("kimi")))  # acted; the status write is lost
         for _ in range(3):
@@ -157,5 +156,3 @@ def test_a_lost_status_write_after_a_generator_failure_does_not_restart_it(tmp_p
         assert "GeneratorFailed" in {c["reason"] for c in status["conditions"]}
         assert emu.creates("jobs") == ["kimi-generator"]
         assert cluster.batch_job("kimi-generator") is not None
-    finally:
-        emu.stop()

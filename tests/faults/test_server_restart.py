@@ -17,10 +17,8 @@ from .gen_run import (
     check_consistent,
     expected_ids,
     generate_args,
-    prompt_rows,
     record_count,
-    write_job,
-    write_jsonl,
+    write_prompt_job,
 )
 
 pytestmark = pytest.mark.sglang
@@ -31,11 +29,11 @@ MAX_NEW = 24
 def test_server_killed_mid_job_and_restarted_on_the_same_port(tmp_path, tiny_kimi, sglang_server):
     if not (hasattr(sglang_server, "kill") and hasattr(sglang_server, "restart")):
         pytest.skip("needs a server this test may kill (not DRAFTGEN_TEST_SGLANG_URL)")
-    write_jsonl(tmp_path / "p.jsonl", prompt_rows(32, "s"))
-    job = write_job(
+    job = write_prompt_job(
         tmp_path,
         tiny_kimi,
-        [{"name": "p", "source": "p.jsonl", "format": "prompt"}],
+        32,
+        prefix="s",
         sampling={"temperature": 0.0, "maxNewTokens": MAX_NEW},
         # Four at a time: records land a few at a time, requests are always in flight.
         generator={

@@ -120,6 +120,40 @@ def write_prompt_job(
     return write_job(directory, model, [source], **job)
 
 
+def write_prompt_datasets(
+    directory: Path, model: Path, datasets: dict[str, tuple[int, dict | None]], **job: Any
+) -> Path:
+    """A job of `prompt` datasets, `name: (rows, budget)` each: that many prompt rows (ids
+    prefixed with the name's first letter) in `<name>.jsonl`, under `budget` (None: none);
+    `job` as write_job takes it."""
+    sources = []
+    for name, (rows, budget) in datasets.items():
+        write_jsonl(directory / f"{name}.jsonl", prompt_rows(rows, name[0]))
+        source = {"name": name, "source": f"{name}.jsonl", "format": "prompt"}
+        sources.append(source if budget is None else {**source, "budget": budget})
+    return write_job(directory, model, sources, **job)
+
+
+def generate_tools_dataset(
+    directory: Path, model: Path, url: str, rows: list[dict], **job: Any
+) -> tuple[list[dict], str]:
+    """`draftgen generate` (the CLI) of one `messages` dataset `tools` of `rows` with the
+    remote-code tokenizer of `model` (`trustRemoteCode`) against `url`, into `directory/out`;
+    `job` as write_job takes it. Its records and its output; it must succeed."""
+    write_jsonl(directory / "tools.jsonl", rows)
+    job_path = write_job(
+        directory,
+        model,
+        [{"name": "tools", "source": "tools.jsonl", "format": "messages"}],
+        model_extra={"trustRemoteCode": True},
+        **job,
+    )
+    proc = cli(*generate_command(job_path, directory / "out", url))
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    return records(directory / "out" / "tools"), out
+
+
 def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
     """Run the job in this process (the real input side, the real server); the Runner."""
     from draftgen.generator.inputs import open_tokenizer, sample_source
@@ -137,6 +171,18 @@ def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
         )
         asyncio.run(runner.run())
     return runner
+
+
+def samples_of(job: Any, ctx: Any, base_dir: Path, dataset: int = 0, **kwargs: Any) -> list:
+    """Every item (Sample or Reject) the input side makes of the job's `dataset`-th dataset with
+    the tokenizer context `ctx`; `kwargs` as iter_samples takes them."""
+    from draftgen.generator.inputs import iter_samples
+
+    return list(
+        iter_samples(
+            job, job.spec.datasets[dataset], base_dir=base_dir, tokenizer_ctx=ctx, **kwargs
+        )
+    )
 
 
 def expected_ids(job_path: Path, dataset: str) -> list[str]:

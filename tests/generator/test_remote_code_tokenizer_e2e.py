@@ -7,17 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from .gen_helpers import (
-    THINK,
-    WEATHER_TOOL,
-    cli,
-    direct_generate,
-    generate_command,
-    records,
-    template_ids,
-    write_job,
-    write_jsonl,
-)
+from .gen_helpers import THINK, WEATHER_TOOL, direct_generate, generate_tools_dataset, template_ids
 
 pytestmark = pytest.mark.sglang
 
@@ -32,17 +22,7 @@ def test_remote_code_tiktoken_tokenizer_end_to_end(tmp_path, tiny_kimi_tiktoken,
             "messages": [{"role": "user", "content": "What is the weather in Lagos?"}],
         }
     ]
-    write_jsonl(tmp_path / "tools.jsonl", rows)
-    job = write_job(
-        tmp_path,
-        tiny_kimi_tiktoken,
-        [{"name": "tools", "source": "tools.jsonl", "format": "messages"}],
-        model_extra={"trustRemoteCode": True},
-    )
-    proc = cli(*generate_command(job, tmp_path / "out", sglang_server.url))
-    out, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 0, out[-3000:]
-    [rec] = records(tmp_path / "out" / "tools")
+    [rec], _ = generate_tools_dataset(tmp_path, tiny_kimi_tiktoken, sglang_server.url, rows)
     tok = AutoTokenizer.from_pretrained(str(tiny_kimi_tiktoken), trust_remote_code=True)
     assert type(tok).__name__ == "TinyKimiTokenizer"
     own = template_ids(tok, rows[0]["messages"], rows[0]["tools"])

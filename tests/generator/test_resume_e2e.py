@@ -17,10 +17,8 @@ from .gen_helpers import (
     cli,
     expected_ids,
     generate_command,
-    prompt_rows,
     records,
-    write_job,
-    write_jsonl,
+    write_prompt_datasets,
     write_prompt_job,
 )
 
@@ -54,21 +52,11 @@ def _run_until(
 
 
 def test_sigkill_at_several_points_then_resume_exactly(tmp_path, tiny_kimi, sglang_server):
-    write_jsonl(tmp_path / "all.jsonl", prompt_rows(32, "a"))
-    write_jsonl(tmp_path / "capped.jsonl", prompt_rows(40, "c"))
     budget, max_new = 60, 6
-    job = write_job(
+    job = write_prompt_datasets(
         tmp_path,
         tiny_kimi,
-        [
-            {"name": "all", "source": "all.jsonl", "format": "prompt"},
-            {
-                "name": "capped",
-                "source": "capped.jsonl",
-                "format": "prompt",
-                "budget": {"completionTokens": budget},
-            },
-        ],
+        {"all": (32, None), "capped": (40, {"completionTokens": budget})},
         sampling={"temperature": 1.0, "maxNewTokens": max_new, "seed": 11},
         generator={"concurrency": {"mode": "fixed", "maxRequests": 6}, "tokenizerWorkers": 1},
     )

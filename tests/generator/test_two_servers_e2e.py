@@ -20,10 +20,8 @@ from .gen_helpers import (
     cli,
     expected_ids,
     generate_command,
-    prompt_rows,
     records,
-    write_job,
-    write_jsonl,
+    write_prompt_datasets,
 )
 
 pytestmark = pytest.mark.sglang
@@ -47,20 +45,10 @@ def second_server(tiny_kimi, sglang_server):
 def test_two_servers_both_serve_and_one_restarts_without_loss(
     tmp_path, tiny_kimi, sglang_server, second_server
 ) -> None:
-    write_jsonl(tmp_path / "all.jsonl", prompt_rows(12, "a"))
-    write_jsonl(tmp_path / "capped.jsonl", prompt_rows(300, "c"))
-    job = write_job(
+    job = write_prompt_datasets(
         tmp_path,
         tiny_kimi,
-        [
-            {"name": "all", "source": "all.jsonl", "format": "prompt"},
-            {
-                "name": "capped",
-                "source": "capped.jsonl",
-                "format": "prompt",
-                "budget": {"completionTokens": BUDGET},
-            },
-        ],
+        {"all": (12, None), "capped": (300, {"completionTokens": BUDGET})},
         sampling={"maxNewTokens": MAX_NEW, "temperature": 1.0, "seed": 7},
         generator={"concurrency": {"mode": "fixed", "maxRequests": 4}, "retries": 3},
     )

@@ -8,12 +8,14 @@ from typing import Any
 
 import pytest
 
-from draftgen.generator.inputs import iter_samples, open_tokenizer
+from draftgen.generator.inputs import open_tokenizer
 from draftgen.generator.samples import Reject, Sample
 from draftgen.spec import parse_job
-from tests.generator.gen_helpers import KIMI_SPECIAL_TOKENS, write_jsonl
-from tests.jobs import job_document
+from draftgen.testing import families
+from tests.generator.gen_helpers import KIMI_SPECIAL_TOKENS, samples_of, write_jsonl
+from tests.jobs import job_document, kimi_like_model
 
+from .family_cases import render_cases
 from .tokenizer_fixture import DROPS_TOOLS, KIMI_LIKE, build_tokenizer
 
 
@@ -28,13 +30,7 @@ def drops_tools_dir(tmp_path_factory) -> Path:
 
 
 def make_job(tokenizer: Path | str, datasets: list[dict[str, Any]], **model: Any):
-    spec_model = {
-        "weights": str(tokenizer),
-        "chatTemplateKwargs": {"thinking": True},
-        "specialTokens": KIMI_SPECIAL_TOKENS,
-        "generationPrefix": "<think>",
-    }
-    spec_model.update(model)
+    spec_model = kimi_like_model(tokenizer, **{"specialTokens": KIMI_SPECIAL_TOKENS, **model})
     return parse_job(job_document("t", model=spec_model, datasets=datasets))
 
 
@@ -56,15 +52,8 @@ def run_dataset(tmp_path, kimi_like_dir) -> Callable[..., list[Sample | Reject]]
         ds = {"name": "ds", "source": "data.jsonl", "format": fmt, **dataset}
         job = make_job(tokenizer or kimi_like_dir, [ds])
         with open_tokenizer(job, tmp_path, workers=workers) as ctx:
-            return list(
-                iter_samples(
-                    job,
-                    job.spec.datasets[0],
-                    base_dir=tmp_path,
-                    tokenizer_ctx=ctx,
-                    skip_ids=skip_ids,
-                    max_prompt_tokens=max_prompt_tokens,
-                )
+            return samples_of(
+                job, ctx, tmp_path, skip_ids=skip_ids, max_prompt_tokens=max_prompt_tokens
             )
 
     return run
@@ -87,3 +76,22 @@ def shared_tokenizer():
     yield get
     for ctx in contexts.values():
         ctx.close()
+
+
+@pytest.fixture(scope="session")
+def family_tokenizer_dir(tmp_path_factory) -> Callable[[str], Path]:
+    """A family's fixture tokenizer directory (draftgen.testing.families), built once."""
+    built: dict[str, Path] = {}
+
+    def get(family: str) -> Path:
+        if family not in built:
+            built[family] = families.build(family, tmp_path_factory.mktemp("families") / family)
+        return built[family]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def family_rendered(family_tokenizer_dir, tmp_path_factory) -> dict:
+    """Every family case's job, tokenizer, rows and samples (family_cases.render_cases)."""
+    return render_cases(family_tokenizer_dir, tmp_path_factory.mktemp)

@@ -9,15 +9,7 @@ import json
 import pytest
 
 from draftgen.contract import layout
-from tests.generator.gen_helpers import (
-    WEATHER_TOOL,
-    cli,
-    generate_command,
-    records,
-    template_ids,
-    write_job,
-    write_jsonl,
-)
+from tests.generator.gen_helpers import WEATHER_TOOL, generate_tools_dataset, template_ids
 
 from .test_tool_fallback import FAILED, ODD_TOOL
 
@@ -31,19 +23,11 @@ def test_a_fallback_is_in_the_record_and_the_manifest(tmp_path, tiny_kimi_tiktok
         {"id": f"r{n}", "tools": [tool], "messages": [{"role": "user", "content": f"Do {n}."}]}
         for n, tool in enumerate([WEATHER_TOOL, ODD_TOOL])
     ]
-    write_jsonl(tmp_path / "tools.jsonl", rows)
-    job = write_job(
-        tmp_path,
-        tiny_kimi_tiktoken,
-        [{"name": "tools", "source": "tools.jsonl", "format": "messages"}],
-        sampling={"maxNewTokens": 4},
-        model_extra={"trustRemoteCode": True},
+    written, out = generate_tools_dataset(
+        tmp_path, tiny_kimi_tiktoken, sglang_server.url, rows, sampling={"maxNewTokens": 4}
     )
-    proc = cli(*generate_command(job, tmp_path / "out", sglang_server.url))
-    out, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 0, out[-3000:]
     assert FAILED not in out
-    recs = {r["id"].split("/")[1]: r for r in records(tmp_path / "out" / "tools")}
+    recs = {r["id"].split("/")[1]: r for r in written}
     assert "tool_fallback" not in recs["r0"]["meta"]["sample"]
     assert FAILED in recs["r1"]["meta"]["sample"]["tool_fallback"]
     tok = AutoTokenizer.from_pretrained(str(tiny_kimi_tiktoken), trust_remote_code=True)

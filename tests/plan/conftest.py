@@ -9,6 +9,16 @@ import pytest
 from draftgen.plan.kvcache import measured
 from draftgen.plan.modelconfig import load_model_config
 
+# A Llama-3-8B-style GQA config (32 query heads over 8 key/value heads), bf16.
+LLAMA_8B = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "torch_dtype": "bfloat16",
+}
+
 FREE_BEFORE_GIB = 94.04
 FREE_AFTER_GIB = 21.71
 

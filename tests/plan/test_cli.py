@@ -10,9 +10,9 @@ from draftgen.cli import main
 from draftgen.plan import plan_status
 from draftgen.plan.planner import PlanInputs, build_plan
 from draftgen.spec import load_job
-from tests.jobs import job_document, write_job_yaml
+from tests.jobs import dataset, job_document, write_job_yaml
 
-from .conftest import KIMI_START_LOG
+from .conftest import KIMI_START_LOG, LLAMA_8B
 
 
 def _plan(capsys, *args):
@@ -21,8 +21,15 @@ def _plan(capsys, *args):
     return code, out, err
 
 
+def _plan_kimi(capsys, examples, *args, **flags):
+    """`draftgen plan --job examples/kimi-k2.5.yaml ARGS`, then each flag as `--name value`
+    (`mean_prompt_tokens=1000`: `--mean-prompt-tokens 1000`)."""
+    words = [w for k, v in flags.items() for w in ("--" + k.replace("_", "-"), str(v))]
+    return _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"), *args, *words)
+
+
 def test_kimi_report_a_person_can_act_on(capsys, examples):
-    code, out, err = _plan(capsys, "--job", str(examples / "kimi-k2.5.yaml"))
+    code, out, err = _plan_kimi(capsys, examples)
     assert code == 0, err
     assert "21.71 − 94.04 × (1 − 0.88) = 10.43 GiB → 159,29" in out  # capacity
     assert "116,1" in out  # 0.85 row
@@ -37,9 +44,7 @@ def test_kimi_report_a_person_can_act_on(capsys, examples):
 
 
 def test_kimi_json_has_the_figures(capsys, examples):
-    code, out, _ = _plan(
-        capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--json", "--measured-throughput", "930"
-    )
+    code, out, _ = _plan_kimi(capsys, examples, "--json", "--measured-throughput", "930")
     assert code == 0
     data = json.loads(out)
     assert abs(data["capacity"]["tokens"] - 159_277) / 159_277 < 0.005
@@ -52,22 +57,16 @@ def test_kimi_json_has_the_figures(capsys, examples):
 
 
 def test_other_fraction_and_fp8_from_the_command_line(capsys, examples):
-    code, out, _ = _plan(
-        capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--json", "--mem-fraction-static", "0.85"
-    )
+    code, out, _ = _plan_kimi(capsys, examples, "--json", "--mem-fraction-static", "0.85")
     assert abs(json.loads(out)["capacity"]["tokens"] - 116_171) / 116_171 < 0.005
-    code, out, _ = _plan(
-        capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--json", "--kv-cache-dtype", "fp8_e4m3"
-    )
+    code, out, _ = _plan_kimi(capsys, examples, "--json", "--kv-cache-dtype", "fp8_e4m3")
     assert 1.95 < json.loads(out)["capacity"]["tokens"] / 159_277 < 2.05
 
 
 def test_from_log_checks_the_rule_against_the_logged_start(capsys, examples, tmp_path):
     log = tmp_path / "server.log"
     log.write_text(KIMI_START_LOG)
-    code, out, err = _plan(
-        capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--from-log", str(log)
-    )
+    code, out, err = _plan_kimi(capsys, examples, "--from-log", str(log))
     assert code == 0, err
     assert "the logged start had max_total_num_tokens 159,277 at 0.88" in out
     assert "(0.01% off)" in out
@@ -75,16 +74,12 @@ def test_from_log_checks_the_rule_against_the_logged_start(capsys, examples, tmp
 
 
 def test_measured_throughput_at_the_bound_is_explained(capsys, examples):
-    code, out, _ = _plan(
+    code, out, _ = _plan_kimi(
         capsys,
-        "--job",
-        str(examples / "kimi-k2.5.yaml"),
-        "--mean-prompt-tokens",
-        "1000",
-        "--mean-completion-tokens",
-        "3000",
-        "--measured-throughput",
-        "680",
+        examples,
+        mean_prompt_tokens=1000,
+        mean_completion_tokens=3000,
+        measured_throughput=680,
     )
     assert "decodes that fit: 159,294 / 4,000 = 39" in out
     assert "39 × 17 tok/s = 663 completion tok/s" in out
@@ -92,20 +87,11 @@ def test_measured_throughput_at_the_bound_is_explained(capsys, examples):
 
 
 def test_measured_figures_on_the_command_line(capsys, examples):
-    code, out, _ = _plan(
-        capsys,
-        "--job",
-        str(examples / "kimi-k2.5.yaml"),
-        "--json",
-        "--free-before-load-gib",
-        "94.04",
-        "--free-after-load-gib",
-        "23.71",
+    code, out, _ = _plan_kimi(
+        capsys, examples, "--json", free_before_load_gib=94.04, free_after_load_gib=23.71
     )
     assert json.loads(out)["memory"]["free_after_load_gib"] == 23.71
-    code, _, err = _plan(
-        capsys, "--job", str(examples / "kimi-k2.5.yaml"), "--free-before-load-gib", "94.04"
-    )
+    code, _, err = _plan_kimi(capsys, examples, "--free-before-load-gib", "94.04")
     assert code == 2 and "--free-after-load-gib" in err
 
 
@@ -125,18 +111,7 @@ def test_unknown_config_lists_what_is_missing(capsys, tmp_path, examples):
 
 def test_estimate_from_gpu_memory_for_a_gqa_model(capsys, tmp_path):
     (tmp_path / "weights").mkdir()
-    (tmp_path / "weights" / "config.json").write_text(
-        json.dumps(
-            {
-                "architectures": ["LlamaForCausalLM"],
-                "hidden_size": 4096,
-                "num_hidden_layers": 32,
-                "num_attention_heads": 32,
-                "num_key_value_heads": 8,
-                "torch_dtype": "bfloat16",
-            }
-        )
-    )
+    (tmp_path / "weights" / "config.json").write_text(json.dumps(LLAMA_8B))
     (tmp_path / "weights" / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"total_size": 16_060_522_496}})
     )
@@ -147,13 +122,13 @@ def test_estimate_from_gpu_memory_for_a_gqa_model(capsys, tmp_path):
             model={"weights": "weights"},
             server={"tensorParallelSize": 1},
             datasets=[
-                {
-                    "name": "chat",
-                    "source": "c.jsonl",
-                    "format": "messages",
-                    "budget": {"maxSamples": 1000},
-                    "expected": {"promptTokens": 500, "completionTokens": 1500},
-                }
+                dataset(
+                    "chat",
+                    "c.jsonl",
+                    "messages",
+                    budget={"maxSamples": 1000},
+                    expected={"promptTokens": 500, "completionTokens": 1500},
+                )
             ],
         ),
     )

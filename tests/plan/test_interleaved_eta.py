@@ -14,7 +14,7 @@ from draftgen.plan.eta import dataset_work, eta
 from draftgen.plan.planner import PlanInputs, build_plan
 from draftgen.plan.report import render_text
 from draftgen.spec import parse_job
-from tests.jobs import job_document, write_job_yaml
+from tests.jobs import dataset, job_document, write_job_yaml
 
 
 def _work(name: str, tokens: int | None):
@@ -46,19 +46,14 @@ def _job(**planning):
             server={"tensorParallelSize": 8},
             planning={"meanPromptTokens": 4_000, "meanCompletionTokens": 3_793, **planning},
             datasets=[
-                {
-                    "name": "chat",
-                    "source": "c.jsonl",
-                    "format": "messages",
-                    "budget": {"completionTokens": 1_000_000},
-                },
-                {
-                    "name": "code",
-                    "source": "d.jsonl",
-                    "format": "messages",
-                    "budget": {"maxSamples": 1_000},
-                    "expected": {"promptTokens": 4_000, "completionTokens": 3_793},
-                },
+                dataset("chat", "c.jsonl", "messages", budget={"completionTokens": 1_000_000}),
+                dataset(
+                    "code",
+                    "d.jsonl",
+                    "messages",
+                    budget={"maxSamples": 1_000},
+                    expected={"promptTokens": 4_000, "completionTokens": 3_793},
+                ),
             ],
         )
     )

@@ -17,7 +17,7 @@ from draftgen.plan.kvcache import (
 )
 from draftgen.plan.modelconfig import load_model_config
 
-from .conftest import KIMI_START_LOG
+from .conftest import KIMI_START_LOG, LLAMA_8B
 
 # SGLang reported these with --tp 8, bf16 KV, after 94.04 GiB free before and 21.71 after loading.
 OBSERVED = [(0.85, 116_171), (0.88, 159_277)]
@@ -112,18 +112,7 @@ def test_log_without_the_memory_lines_says_what_to_give():
 
 def test_estimate_from_gpu_memory_and_safetensors_index(tmp_path):
     """A Llama-style GQA model of 16 GB on one 24 GiB GPU: 16e9 bytes = 14.90 GiB of weights."""
-    (tmp_path / "config.json").write_text(
-        json.dumps(
-            {
-                "architectures": ["LlamaForCausalLM"],
-                "hidden_size": 4096,
-                "num_hidden_layers": 32,
-                "num_attention_heads": 32,
-                "num_key_value_heads": 8,
-                "torch_dtype": "bfloat16",
-            }
-        )
-    )
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_8B))
     (tmp_path / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"total_size": 16_000_000_000}, "weight_map": {}})
     )

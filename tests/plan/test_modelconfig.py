@@ -13,14 +13,7 @@ from draftgen.plan.modelconfig import (
     weights_bytes,
 )
 
-LLAMA_8B = {
-    "architectures": ["LlamaForCausalLM"],
-    "hidden_size": 4096,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "torch_dtype": "bfloat16",
-}
+from .conftest import LLAMA_8B
 
 
 def test_kimi_nested_text_config_is_mla(kimi_config):

@@ -19,7 +19,7 @@ import pytest
 from draftgen.cli import main
 from draftgen.plan.kvcache import GiB, kv_capacity, parse_start_log, relative_error
 from draftgen.plan.modelconfig import parse_model_config
-from tests.jobs import job_document, write_job_yaml
+from tests.jobs import dataset, job_document, write_job_yaml
 
 DATA = Path(__file__).parent / "data"
 TINY_CHATML = {
@@ -80,13 +80,13 @@ def test_plan_from_the_real_log(capsys, tmp_path):
                 "extraArgs": ["--max-total-tokens", "4096"],
             },
             datasets=[
-                {
-                    "name": "chat",
-                    "source": "c.jsonl",
-                    "format": "messages",
-                    "budget": {"completionTokens": 4000},
-                    "expected": {"promptTokens": 200, "completionTokens": 56},
-                }
+                dataset(
+                    "chat",
+                    "c.jsonl",
+                    "messages",
+                    budget={"completionTokens": 4000},
+                    expected={"promptTokens": 200, "completionTokens": 56},
+                )
             ],
         ),
     )

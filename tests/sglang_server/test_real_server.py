@@ -7,25 +7,12 @@ import urllib.request
 
 import pytest
 
+from scripts.test_models.samples import SAMPLE_TOOLS
 from tests.generator.gen_helpers import direct_generate, template_ids
 
 pytestmark = pytest.mark.sglang
 
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Get the current weather for a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string", "description": "Name of the city"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
 
 
 def _get(url: str) -> bytes:
@@ -38,7 +25,7 @@ def prompt_ids(tiny_kimi):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(tiny_kimi))
-    ids = template_ids(tok, MESSAGES, TOOLS)
+    ids = template_ids(tok, MESSAGES, SAMPLE_TOOLS)
     assert ids[-1] == 163606  # <think>
     return ids
 

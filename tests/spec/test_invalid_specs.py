@@ -33,6 +33,14 @@ def with_(path: str, value):
     return doc
 
 
+def with_dataset(**fields):
+    """A copy of BASE whose one dataset is the `prompt` dataset `x` of `x.jsonl`, `fields` over
+    it."""
+    return with_(
+        "spec.datasets.0", {"name": "x", "source": "x.jsonl", "format": "prompt", **fields}
+    )
+
+
 _DELETE = object()
 HICACHE_300 = {
     "tensorParallelSize": 8,
@@ -93,49 +101,19 @@ CASES = [
     (with_("spec.server", {"extraArgs": ["--tp-size", "4"]}), "extraArgs", ["tensorParallelSize"]),
     (with_("spec.server", {"shmSize": "lots"}), "spec.server.shmSize", ["pattern"]),
     (with_("spec.server", {"hiCache": True}), "spec.server.hiCache", ["unknown field"]),
+    (with_dataset(name="a/b"), "spec.datasets[0](a/b).name", ["pattern"]),
+    (with_dataset(name="Chat"), "spec.datasets[0](Chat).name", ["pattern"]),
+    (with_dataset(source="../../etc/passwd"), "spec.datasets[0](x).source", ["`..`"]),
+    (with_dataset(source="s3://b/k"), "spec.datasets[0](x).source", ["file://"]),
+    (with_dataset(format="csv"), "spec.datasets[0](x).format", ["pretokenized"]),
+    (with_dataset(source="x", turns="all"), "spec.datasets[0](x)", ["turns", "turns: last"]),
     (
-        with_("spec.datasets.0", {"name": "a/b", "source": "x.jsonl", "format": "prompt"}),
-        "spec.datasets[0](a/b).name",
-        ["pattern"],
-    ),
-    (
-        with_("spec.datasets.0", {"name": "Chat", "source": "x.jsonl", "format": "prompt"}),
-        "spec.datasets[0](Chat).name",
-        ["pattern"],
-    ),
-    (
-        with_("spec.datasets.0", {"name": "x", "source": "../../etc/passwd", "format": "prompt"}),
-        "spec.datasets[0](x).source",
-        ["`..`"],
-    ),
-    (
-        with_("spec.datasets.0", {"name": "x", "source": "s3://b/k", "format": "prompt"}),
-        "spec.datasets[0](x).source",
-        ["file://"],
-    ),
-    (
-        with_("spec.datasets.0", {"name": "x", "source": "x.jsonl", "format": "csv"}),
-        "spec.datasets[0](x).format",
-        ["pretokenized"],
-    ),
-    (
-        with_("spec.datasets.0", {"name": "x", "source": "x", "format": "prompt", "turns": "all"}),
-        "spec.datasets[0](x)",
-        ["turns", "turns: last"],
-    ),
-    (
-        with_(
-            "spec.datasets.0",
-            {"name": "x", "source": "x", "format": "prompt", "budget": {"completionTokens": 0}},
-        ),
+        with_dataset(source="x", budget={"completionTokens": 0}),
         "spec.datasets[0](x).budget.completionTokens",
         ["greater than or equal to 1"],
     ),
     (
-        with_(
-            "spec.datasets.0",
-            {"name": "x", "source": "x", "format": "prompt", "budget": {"tokens": 5}},
-        ),
+        with_dataset(source="x", budget={"tokens": 5}),
         "spec.datasets[0](x).budget.tokens",
         ["unknown field"],
     ),

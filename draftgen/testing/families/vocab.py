@@ -17,6 +17,8 @@ from itertools import count, pairwise
 from pathlib import Path
 from typing import Any
 
+from ..merges import merge_pair
+
 
 @dataclass(frozen=True)
 class TokenizerRecipe:
@@ -60,17 +62,7 @@ def train_merges(corpus: Iterable[str], num_merges: int) -> list[tuple[bytes, by
             break
         best = max(pairs, key=lambda p: (pairs[p], p))
         merges.append(best)
-        joined = best[0] + best[1]
-        for n, w in enumerate(words):
-            out, i = [], 0
-            while i < len(w):
-                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
-                    out.append(joined)
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
-            words[n] = out
+        words = [merge_pair(w, best) for w in words]
     return merges
 
 
