@@ -102,6 +102,16 @@ class ServerSpec(SpecModel):
     max_running_requests: StrictInt | None = Field(default=None, ge=1)
     """Upper bound on concurrently decoding requests (`--max-running-requests`)."""
 
+    schedule_conservativeness: StrictFloat = Field(default=1.0, gt=0.0, le=2.0)
+    """How much KV SGLang keeps back for the tokens its running requests may still generate
+    (`--schedule-conservativeness`): it admits a queued request only if the request's prompt and
+    whole `maxNewTokens` fit beside `0.7 × this` (decaying to a seventh of that while nothing
+    is retracted) × every running request's remaining tokens. Lower fills the pool further (what
+    SGLang's tuning guide advises when token usage is low while requests queue) at the risk of
+    retractions (requests evicted and recomputed) once the running requests outgrow the
+    estimate; higher (above 1) is SGLang's advice against frequent retractions. SGLang's default
+    1.0 is kept: see docs/benchmarks.md "Saturation" for the measurement."""
+
     chunked_prefill_size: StrictInt | None = Field(default=None, ge=1)
     """Prefill chunk in tokens (`--chunked-prefill-size`)."""
 
