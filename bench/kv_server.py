@@ -12,7 +12,8 @@ that version):
   (ratio 1 for ignore_eos), every request admitted in the pass its prompt + 1 page + the FULL
   min(max_new, 4,096), and these charges add up over the pass; a request is admitted while its
   own charge is below what the pool has left; the first that is not admitted latches
-  `batch_is_full`, and no admission is tried again until the running batch shrinks;
+  `batch_is_full`, and no admission is tried again until the running batch shrinks (unless the
+  batch was empty: then the next pass tries again, the new requests now charged as running);
 - chunked prefill: at most `chunk` prompt tokens per pass (and `max_prefill`); a longer prompt
   is prefilled in chunks, one pass each, charged only its chunk until the last one;
 - the prefill step produces each request's first token and is a step of its own (no decode in
@@ -43,16 +44,19 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from draftgen.contract import sglang_scheduler as sgl
+
+CLIP_MAX_NEW = sgl.CLIP_MAX_NEW_TOKENS
+DECAY_STEPS = sgl.NEW_TOKEN_RATIO_DECAY_STEPS
+RETRACT_DECODE_STEPS = sgl.RETRACT_DECODE_STEPS
+
 # Seed figures: 1 / (a + 40 b) = 17 tok/s, 1 / (a + 72 b) = 12.9 tok/s.
 STEP_A = 0.0355
 STEP_B = 0.000584
 PREFILL_SECONDS_PER_TOKEN = 5e-5  # 20k prompt tokens/s
 SEED_POOL = 159_277
-# SGLang's defaults: environ.py 646-650 (SGLANG_INIT_NEW_TOKEN_RATIO, _MIN_NEW_TOKEN_RATIO_FACTOR,
-# _NEW_TOKEN_RATIO_DECAY_STEPS, _RETRACT_DECODE_STEPS, _CLIP_MAX_NEW_TOKENS_ESTIMATION),
-# --max-prefill-tokens (arg_groups/fields/schedule.py 71-81), --schedule-conservativeness 1.0.
-INIT_RATIO, MIN_RATIO_FACTOR, DECAY_STEPS, CLIP_MAX_NEW = 0.7, 0.14, 600, 4096
-RETRACT_DECODE_STEPS = 20
+# SGLang's --max-prefill-tokens default (arg_groups/fields/schedule.py 71-81); the ratio's
+# constants are in draftgen/contract/sglang_scheduler.py (environ.py 646-650).
 MAX_PREFILL_TOKENS = 16384
 PAGE = 1
 
@@ -104,7 +108,7 @@ class KVScheduler:
         a: float = STEP_A,
         b: float = STEP_B,
         p: float = PREFILL_SECONDS_PER_TOKEN,
-        schedule_conservativeness: float = 1.0,
+        schedule_conservativeness: float = sgl.DEFAULT_SCHEDULE_CONSERVATIVENESS,
         max_prefill: int = MAX_PREFILL_TOKENS,
     ) -> None:
         if schedule_conservativeness <= 0:
@@ -119,8 +123,7 @@ class KVScheduler:
         """The request in chunked prefill: neither running nor queued (as SGLang counts it)."""
         self.used = 0
         # new_token_ratio_tracker.py 20-30 (from_config).
-        self.init_ratio = min(INIT_RATIO * schedule_conservativeness, 1.0)
-        self.min_ratio = min(self.init_ratio * MIN_RATIO_FACTOR, 1.0)
+        self.init_ratio, self.min_ratio = sgl.new_token_ratio_range(schedule_conservativeness)
         self.decay = (self.init_ratio - self.min_ratio) / DECAY_STEPS
         self.ratio = self.init_ratio
         self.batch_is_full = False
@@ -158,6 +161,7 @@ class KVScheduler:
         if len(self.running) >= self.max_running and self.chunked is None:
             self.batch_is_full = True  # scheduler.py 4119-4126
             return 0
+        was_empty = not self.running
         free = self.pool - self.used
         # PrefillAdder.__init__ (schedule_policy.py 672-680): the running batch's estimate.
         total_offset = self._reserved()
@@ -221,6 +225,11 @@ class KVScheduler:
                 break
         for _ in range(admitted):
             self.queue.popleft()
+        if was_empty:
+            # The latch was set on the empty running batch, which the prefilled batch replaces
+            # when it is merged in (scheduler.py 3953-3957): the next pass admits again, now
+            # charging the new requests as running ones.
+            self.batch_is_full = False
         if new_chunked is not None:
             self.chunked = new_chunked
         self.used += extended
