@@ -251,15 +251,17 @@ def test_simulated_pool_behaves_like_the_real_servers(small_pool_server):
         assert max(x.get("token_usage", 0) for x in m) <= 1.0
     # Pool accounting at matched points: whenever the real server showed a (running, queue)
     # state the simulation also passed through, its used tokens lie within the simulation's
-    # range there (± two decode steps: SGLang's overlap scheduler runs one step ahead).
+    # range there (± two decode steps: SGLang's overlap scheduler runs one step ahead). A
+    # reading below the running requests' prompts is SGLang's log of a batch that just ended
+    # (its size, its KV already freed): not a state, skipped.
     spans: dict[tuple[int, int], list[int]] = {}
     for _, usage, running, queue, *_ in sim_server.readings.samples:
         spans.setdefault((running, queue), []).append(round(usage * POOL))
     matched = 0
     for x in real_m:
         key = (int(x.get("num_running_reqs", 0)), int(x.get("num_queue_reqs", 0)))
-        if key[0] and key in spans:
-            used, slack = int(x["num_used_tokens"]), 2 * key[0]
+        used, slack = int(x.get("num_used_tokens", 0)), 2 * key[0]
+        if key[0] and key in spans and used >= key[0] * PROMPT:
             assert min(spans[key]) - slack <= used <= max(spans[key]) + slack, (key, used)
             matched += 1
     assert matched >= 2, real_m
