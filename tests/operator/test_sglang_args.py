@@ -77,7 +77,7 @@ def test_sglang_parses_the_rendered_arguments() -> None:
         "max_running_requests": None,
         "chunked_prefill_size": None,
         "enable_mixed_chunk": False,
-        "schedule_conservativeness": 1.0,
+        "schedule_conservativeness": 0.5,
     }
     assert parsed_tuned["max_running_requests"] == 72
     assert parsed_tuned["chunked_prefill_size"] == 8192
