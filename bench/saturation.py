@@ -371,6 +371,21 @@ def main() -> None:
         a = runs.get(Client("auto", "draftgen"))
         if a is None or not fixed:
             continue
+        same = runs.get(Client("150", "draftgen"))
+        if same is not None:
+            # Where a gain comes from: the server's setting (fixed 150 on either server) and
+            # draftgen's admission (against fixed 150 on the very same server).
+            plain = runs.get(Client("150", "sglang"))
+            res.notes.append(
+                f"{scenario}: draftgen auto ÷ fixed 150 on the same server (draftgen's, "
+                f"conservativeness {same['c']:g}): {a['tps'] / same['tps']:.3f}"
+                + (
+                    f"; fixed 150 on draftgen's server ÷ on SGLang's default: "
+                    f"{same['tps'] / plain['tps']:.3f} (the server's setting alone)"
+                    if plain is not None
+                    else ""
+                )
+            )
         autos[scenario] = a
         goal = 1.05 if scenario == "mix" else 1.0
         res.goals.append(
