@@ -15,13 +15,14 @@ same samples (lengths drawn per sample id).
 
     .cache/venv/bin/python bench/saturation.py [--budget 1000000] [--mix-budget 250000]
         [--scenarios short,coding,mix] [--clients auto,16,32,64,150,150@draftgen]
-        [--overshoot-budget 10000000] [--sweep 1.0,0.5,0.3,0.1] [--sweep-budget 250000]
+        [--overshoot-budget 10000000] [--sweep 1.0,0.5,0.3,0.1] [--sweep-budget 1000000]
 
 The matrix runs at 1M-token budgets (every client at 10M would take about an hour here);
 budget overshoot, which the issue asks at 10M-token budgets, comes from draftgen alone at
 `--overshoot-budget` per dataset (the mix: that budget over its eight datasets). `--sweep`
-measures the server lever, `server.scheduleConservativeness`, for draftgen and fixed 150 at a
-quarter of the budget: the measurement behind the spec's default.
+measures the server lever, `server.scheduleConservativeness`, for draftgen and fixed 150 at the
+matrix's budget (a smaller one never saturates the server): the measurement behind the spec's
+default.
 """
 
 from __future__ import annotations
@@ -333,7 +334,10 @@ def main() -> None:
         help="server.scheduleConservativeness values to measure draftgen and fixed 150 at; '': skip",
     )
     parser.add_argument(
-        "--sweep-budget", type=int, default=0, help="budget of the sweep's runs (default: budget/4)"
+        "--sweep-budget",
+        type=int,
+        default=0,
+        help="budget of the sweep's runs (default: budget; smaller ones never saturate the server)",
     )
     args = parser.parse_args()
     logging.disable(logging.WARNING)
@@ -460,7 +464,8 @@ def _sweep(res: Result, args: argparse.Namespace, scenarios: list[str], work: Pa
     default = ServerSpec().schedule_conservativeness
     rows = []
     verdicts: list[tuple[str, float, float, float]] = []
-    base = args.sweep_budget or args.budget // 4
+    # At a quarter of 1M the server never saturated (mean KV usage 0.25-0.8): no lever to see.
+    base = args.sweep_budget or args.budget
     for scenario in scenarios:
         budget = base if scenario != "mix" else base // 4
         ref: dict[str, float] = {}
@@ -513,7 +518,8 @@ def _sweep(res: Result, args: argparse.Namespace, scenarios: list[str], work: Pa
                 f"worst ÷ {values[0]:g}: {worst:.3f}, most retracted: {most:.1f} %",
                 worst >= 0.995 and most <= STORM_PERCENT,
                 "each ÷ is a separate run of the same samples; ±0.5 % is the noise of where "
-                "the steady-state window falls",
+                "the steady-state window falls, and the lever shows only where the server "
+                "saturates (a run whose mean KV usage stays low measures nothing)",
             )
         )
 
