@@ -63,6 +63,8 @@ class Plan:
     kv_cache_dtype: str
     nodes_per_replica: int = 1
     """Nodes one model copy spans; the memory figures are per rank, host memory per node."""
+    schedule_conservativeness: float = 1.0
+    """`server.scheduleConservativeness`: how much KV SGLang keeps back for running requests."""
     model: ModelConfig | None = None
     memory: MemoryProfile | None = None
     capacity: KVCapacity | None = None
