@@ -238,6 +238,10 @@ class ServerView:
     oldest sent first; None: unknown (admission then uses the token cap alone)."""
     remaining: np.ndarray | None = field(default=None, compare=False)
     """Expected completion tokens each of them has still to generate (same order)."""
+    freed: float = 0.0
+    """KV tokens this generator's requests that ended since the last reading held."""
+    landed: int = 0
+    """How many of them (the server was running them at that reading)."""
     prompts: np.ndarray | None = field(default=None, compare=False)
     """Their prompt tokens (same order)."""
     max_new: np.ndarray | None = field(default=None, compare=False)
@@ -295,8 +299,8 @@ def server_charge(prompt: float, max_new: float) -> float:
 
 def admission_room(view: ServerView) -> float | None:
     """KV tokens the server's own admission has free for one more request: its free pool (last
-    reading) less what it reserves for the running requests and what the ones waiting before
-    it will take. This generator's requests, oldest first, are taken as the server's running
+    reading, plus what requests that ended since then held) less what it reserves for the
+    running requests and what the ones waiting before it will take. This generator's requests, oldest first, are taken as the server's running
     ones (as many as it reported), the rest as its FCFS queue. None: no live reading."""
     if (
         view.token_usage is None
@@ -307,11 +311,12 @@ def admission_room(view: ServerView) -> float | None:
     ):
         return None
     ratio = INIT_NEW_TOKEN_RATIO if view.new_token_ratio is None else view.new_token_ratio
-    k = min(len(view.prompts), max(0, round(view.running)))
+    k = min(len(view.prompts), max(0, round(view.running) - view.landed))
     made = view.held - view.prompts
     left = np.clip(np.minimum(view.max_new[:k] - made[:k], CLIP_MAX_NEW), 0, None)
     waiting = sum(server_charge(p, m) for p, m in zip(view.prompts[k:], view.max_new[k:]))
-    return view.kv_tokens * (1.0 - view.token_usage) - ratio * float(left.sum()) - waiting
+    free = view.kv_tokens * (1.0 - view.token_usage) + view.freed
+    return free - ratio * float(left.sum()) - waiting
 
 
 def fits_room(view: ServerView, prompt: float, max_new: float) -> bool | None:
@@ -330,24 +335,27 @@ def fits_any_room(views: Sequence[ServerView], prompt: float, max_new: float) ->
 
 # A ready sample that does not fit the server's room may be passed over by this many samples
 # of other datasets that do; then it goes first whatever it costs (FIFO would send it at once).
-PASS_LIMIT = 4
+PASS_LIMIT = 6
 
 
 def send_order(
-    in_flight: Sequence[int], fits: Sequence[bool | None], passed: Sequence[int]
+    in_flight: Sequence[int],
+    fits: Sequence[bool | None],
+    passed: Sequence[int],
+    charge: Sequence[float],
 ) -> list[int]:
     """In which order the datasets' ready samples are offered to the servers: one passed over
     PASS_LIMIT times first, then the ones that fit a server's room, then the others; within each,
-    the dataset with the fewest requests in flight first (none starves, none drains)."""
+    the dataset with the fewest requests in flight first (none starves, none drains) — except
+    among those that do not fit, where the smallest `charge` (`server_charge`) goes first: it is
+    the one the server will start soonest."""
 
-    def rank(i: int) -> tuple[int, int]:
+    def rank(i: int) -> tuple[int, float, int]:
         if passed[i] >= PASS_LIMIT:
-            group = 0
-        elif fits[i] is False:
-            group = 2
-        else:
-            group = 1
-        return group, in_flight[i]
+            return 0, 0.0, in_flight[i]
+        if fits[i] is False:
+            return 2, charge[i], in_flight[i]
+        return 1, 0.0, in_flight[i]
 
     return sorted(range(len(in_flight)), key=rank)
 

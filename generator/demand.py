@@ -3,7 +3,7 @@ the live figures `admission.py`'s pure rules decide on, read off the datasets' f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -47,11 +47,16 @@ def budget_admits_sample(ds: Dataset, sample: Sample, speed: float, now: float) 
 
 
 def server_views(
-    servers: Sequence[Server], datasets: Sequence[Dataset], speed: float, now: float
+    servers: Sequence[Server],
+    datasets: Sequence[Dataset],
+    speed: float,
+    now: float,
+    ended: Mapping[int, Sequence[tuple[float, float]]] | None = None,
 ) -> list[ServerView]:
     """Each server's view with what our requests on it hold, will still add and may still ask
-    of its pool (oldest sent first: the server runs them first), and its live reservation
-    ratio."""
+    of its pool (oldest sent first: the server runs them first), its live reservation ratio,
+    and what our requests that ended since its last reading freed (`ended`: by `id(server)`,
+    (when, KV tokens held) of each)."""
     rows: dict[int, list[tuple[float, float, float, float, float]]] = {id(s): [] for s in servers}
     for ds in datasets:
         made = np.asarray(in_flight_progress(ds, speed, now), dtype=float)
@@ -64,6 +69,11 @@ def server_views(
     for s in servers:
         view = s.view(now)
         a = np.array(sorted(rows[id(s)]), dtype=float).reshape(-1, 5)
+        since = (
+            [n for t, n in (ended or {}).get(id(s), ()) if t > s.load.at]
+            if s.load is not None and view.running is not None
+            else []
+        )
         views.append(
             replace(
                 view,
@@ -71,6 +81,8 @@ def server_views(
                 remaining=a[:, 2],
                 prompts=a[:, 3],
                 max_new=a[:, 4],
+                freed=float(sum(since)),
+                landed=len(since),
                 new_token_ratio=(
                     s.load.new_token_ratio
                     if s.load is not None and view.running is not None

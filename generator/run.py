@@ -22,7 +22,14 @@ import httpx
 
 from draftgen.spec import DatasetSpec, GenerationJob
 
-from .admission import PASS_LIMIT, fits_any_room, pick_server, progress_speed, send_order
+from .admission import (
+    PASS_LIMIT,
+    fits_any_room,
+    pick_server,
+    progress_speed,
+    send_order,
+    server_charge,
+)
 from .attempts import attempt
 from .budget import Ledger
 from .client import Generation, sampling_params
@@ -121,6 +128,9 @@ class Runner:
         self.servers = self.fleet.servers
         self.datasets: list[Dataset] = []
         self._rates: deque[float] = deque(maxlen=256)
+        self._ended: dict[int, deque[tuple[float, float]]] = {}
+        """Per server (`id`): when each of our requests on it ended, and the KV tokens it held
+        (what its next `/metrics` reading will show freed)."""
         self._passed: dict[str, int] = {}
         """Per dataset: samples of others sent while its ready one waited (see `send_order`)."""
         self._fatal: BaseException | None = None
@@ -192,7 +202,7 @@ class Runner:
         ]
         while ready and not self._stopping:
             views = (
-                server_views(self.servers, self.datasets, speed, now)
+                server_views(self.servers, self.datasets, speed, now, self._ended)
                 if conc.mode == "auto"
                 else [s.view(now) for s in self.servers]
             )
@@ -203,8 +213,11 @@ class Runner:
                 for ds, s in ready
             ]
             passed = [self._passed.get(ds.name, 0) for ds, _ in ready]
+            charge = [
+                server_charge(len(s.input_ids), ds.sampling.max_new_tokens) for ds, s in ready
+            ]
             launched = None
-            for i in send_order([len(ds.flights) for ds, _ in ready], fits, passed):
+            for i in send_order([len(ds.flights) for ds, _ in ready], fits, passed, charge):
                 ds, sample = ready[i]
                 tokens = len(sample.input_ids) + ds.model.predict()
                 index = pick_server(
@@ -316,6 +329,9 @@ class Runner:
         ds.writer.write_record(record)  # raises DiskFull before anything is counted
         ds.state.done_ids.add(sample.id)
         completion = len(result.output_ids)
+        self._ended.setdefault(id(flight.server), deque(maxlen=1024)).append(
+            (time.monotonic(), len(sample.input_ids) + completion)
+        )
         fallback = bool(sample.info.get(TOOL_FALLBACK))
         ds.ledger.add(len(sample.input_ids), completion, result.finish_reason, fallback)
         ds.model.observe(completion)

@@ -83,14 +83,27 @@ def test_a_request_the_server_starts_at_once_is_sent_past_a_full_queue_target():
     assert not server_admits(crowded, 200, prompt=160, max_new=256, **KW)
 
 
+def test_what_ended_since_the_reading_is_free_again():
+    # A 1,300-token request ended after the last reading: its tokens are free now (the server
+    # will show it at its next reading), and it no longer runs.
+    v = _view([166, 1356], [160, 1300], [256, 256], running=3, queue=0, usage=7400 / 8192)
+    assert not fits_room(v, 1300, 256)
+    ended = replace(v, freed=1400.0, landed=1)
+    assert fits_room(ended, 1300, 256)
+    # The two left are the running ones: none of ours is counted as waiting.
+    assert admission_room(ended) == 8192 - 7400 + 1400 - 0.1 * ((256 - 6) + (256 - 56))
+
+
 def test_samples_that_fit_go_first_and_none_waits_forever():
+    charge = [1557.0, 417.0]
     # Dataset 0 (long prompts) has fewer requests in flight: the old rule sent it first, and on
     # a FCFS server it would hold back dataset 1's sample behind it.
-    assert send_order([2, 5], [False, True], [0, 0]) == [1, 0]
-    # Both fit, or neither: fewest in flight first, as before.
-    assert send_order([2, 5], [True, True], [0, 0]) == [0, 1]
-    assert send_order([2, 5], [False, False], [0, 0]) == [0, 1]
-    assert send_order([2, 5], [None, None], [0, 0]) == [0, 1]
+    assert send_order([2, 5], [False, True], [0, 0], charge) == [1, 0]
+    # Both fit, or nothing is known: fewest in flight first, as before.
+    assert send_order([2, 5], [True, True], [0, 0], charge) == [0, 1]
+    assert send_order([2, 5], [None, None], [0, 0], charge) == [0, 1]
+    # Neither fits: the one the server will start soonest waits at the head of its queue.
+    assert send_order([2, 5], [False, False], [0, 0], charge) == [1, 0]
     # Passed over PASS_LIMIT times: its turn, whatever it costs.
-    assert send_order([2, 5], [False, True], [PASS_LIMIT, 0]) == [0, 1]
-    assert send_order([2, 5], [False, True], [PASS_LIMIT - 1, 0]) == [1, 0]
+    assert send_order([2, 5], [False, True], [PASS_LIMIT, 0], charge) == [0, 1]
+    assert send_order([2, 5], [False, True], [PASS_LIMIT - 1, 0], charge) == [1, 0]
