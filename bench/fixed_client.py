@@ -23,6 +23,9 @@ class Request:
     sampling: dict | None = None
     """This request's own sampling parameters (e.g. another client's exact ones, seed included),
     over the run's."""
+    tag: str = ""
+    """Its timing's `dataset` instead of the list's name (requests of several datasets in one
+    interleaved list)."""
 
 
 @dataclass
@@ -103,7 +106,7 @@ async def run_fixed(
                     except (httpx.HTTPError, KeyError, ValueError):
                         result.errors += 1
                         continue
-                    result.timings.append(Timing(name, sent, time.time(), n, retracted))
+                    result.timings.append(Timing(r.tag or name, sent, time.time(), n, retracted))
 
             await asyncio.gather(*(worker() for _ in range(concurrency)))
     return result
