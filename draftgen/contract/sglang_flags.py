@@ -38,6 +38,8 @@ class SGLangFlag(enum.StrEnum):
     MAX_RUNNING_REQUESTS = "--max-running-requests", "maxRunningRequests"
     CHUNKED_PREFILL_SIZE = "--chunked-prefill-size", "chunkedPrefillSize"
     CONTEXT_LENGTH = "--context-length", "contextLength"
+    SCHEDULE_CONSERVATIVENESS = "--schedule-conservativeness", "scheduleConservativeness"
+    """Scales the KV SGLang reserves for running requests' remaining tokens (new_token_ratio)."""
     TRUST_REMOTE_CODE = "--trust-remote-code", "model.trustRemoteCode"
     ENABLE_METRICS = "--enable-metrics"
     # Multi-node tensor parallelism (one model over a LeaderWorkerSet group; render/leaderworkerset).

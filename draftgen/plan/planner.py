@@ -75,6 +75,8 @@ class Plan:
     kv_cache_dtype: str
     nodes_per_replica: int = 1
     """Nodes one model copy spans; the memory figures are per rank, host memory per node."""
+    schedule_conservativeness: float = 1.0
+    """`server.scheduleConservativeness`: how much KV SGLang keeps back for running requests."""
     model: ModelConfig | None = None
     memory: MemoryProfile | None = None
     capacity: KVCapacity | None = None
@@ -222,6 +224,7 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
         kv_cache_dtype=inputs.kv_cache_dtype or server.kv_cache_dtype,
         max_running_requests=server.max_running_requests,
         nodes_per_replica=server.nodes_per_replica,
+        schedule_conservativeness=server.schedule_conservativeness,
     )
     plan.warnings.extend(server.warnings())
 

@@ -6,6 +6,8 @@ import dataclasses
 import json
 from typing import Any
 
+from draftgen.contract.sglang_scheduler import new_token_ratio_range
+
 from .eta import format_duration
 from .kvcache import GiB
 from .planner import Plan
@@ -124,6 +126,12 @@ def _concurrency(plan: Plan) -> list[str]:
             f"{replicas} = {plan.ceiling_tokens_per_second:,.0f} completion tok/s; more "
             "client concurrency only queues"
         )
+    init, floor = new_token_ratio_range(plan.schedule_conservativeness)
+    out.append(
+        f"  SGLang admission: scheduleConservativeness {plan.schedule_conservativeness:g} → a "
+        "queued request waits until its prompt + maxNewTokens fit beside "
+        f"{init:.3g} (decaying to {floor:.3g}) × each running request's remaining tokens"
+    )
     if plan.verdict:
         out.append(f"  observed: {plan.verdict.message}")
     return out

@@ -102,6 +102,19 @@ class ServerSpec(SpecModel):
     max_running_requests: StrictInt | None = Field(default=None, ge=1)
     """Upper bound on concurrently decoding requests (`--max-running-requests`)."""
 
+    schedule_conservativeness: StrictFloat = Field(default=0.5, gt=0.0, le=2.0)
+    """How much KV SGLang keeps back for the tokens its running requests may still generate
+    (`--schedule-conservativeness`, SGLang's own default 1.0): it admits a queued request only
+    if the request's prompt and whole `maxNewTokens` fit beside `0.7 × this` (decaying to a
+    seventh of that while nothing is retracted) × every running request's remaining tokens, so
+    with 1.0 and requests that stop well before `maxNewTokens` the pool stays part-empty while
+    requests queue. Lower fills it further (SGLang's tuning advice for low token usage with a
+    queue) at the risk of retractions (requests evicted and recomputed) when the running ones
+    outgrow the estimate; above 1 is SGLang's advice against frequent retractions. 0.5 was
+    measured on the simulated seed server (docs/benchmarks.md "Saturation"): at least as fast
+    as 1.0 on short, 4,000-token coding and mixed work, with few retractions; 0.3 and 0.1
+    retracted more of the long requests for little more."""
+
     chunked_prefill_size: StrictInt | None = Field(default=None, ge=1)
     """Prefill chunk in tokens (`--chunked-prefill-size`)."""
 

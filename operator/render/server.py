@@ -57,6 +57,8 @@ def server_args(spec: GenerationJobSpec) -> list[str]:
         str(s.mem_fraction_static),
         F.KV_CACHE_DTYPE,
         s.kv_cache_dtype,
+        F.SCHEDULE_CONSERVATIVENESS,
+        str(s.schedule_conservativeness),
         F.ENABLE_METRICS,
     ]
     if spec.model.tokenizer:

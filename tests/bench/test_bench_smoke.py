@@ -31,7 +31,20 @@ SMALL = {
     "pretokenize_rate": ["--prompts", "20", "--rounds", "1", "--max-workers", "1"],
     "resume_cost": ["--records", "2000"],
     "operator_reconcile": ["--jobs", "2", "--poll", "0.3"],
-    "saturation": ["--budget", "100000", "--scenarios", "short", "--clients", "auto,16"],
+    "saturation": [
+        "--budget",
+        "100000",
+        "--scenarios",
+        "short",
+        "--clients",
+        "auto,16",
+        "--overshoot-budget",
+        "120000",
+        "--sweep",
+        "0.5",
+        "--sweep-budget",
+        "40000",
+    ],
 }
 RESULT_NAME = {"pretokenize_rate": "pretokenize"}
 

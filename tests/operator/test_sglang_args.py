@@ -28,7 +28,7 @@ for args in json.loads(sys.argv[1]):
     out.append({k: getattr(a, k) for k in ("model_path", "tp_size", "mem_fraction_static",
         "kv_cache_dtype", "enable_hierarchical_cache", "hicache_size", "context_length",
         "trust_remote_code", "enable_metrics", "host", "port", "max_running_requests",
-        "chunked_prefill_size", "enable_mixed_chunk")})
+        "chunked_prefill_size", "enable_mixed_chunk", "schedule_conservativeness")})
 print(json.dumps(out))
 """
 
@@ -47,7 +47,10 @@ def test_sglang_parses_the_rendered_arguments() -> None:
     kimi = yaml.safe_load((REPO / "examples" / "kimi-k2.5.yaml").read_text())
     tuned = yaml.safe_load((REPO / "examples" / "kimi-k2.5.yaml").read_text())
     tuned["spec"]["server"].update(
-        maxRunningRequests=72, chunkedPrefillSize=8192, extraArgs=["--enable-mixed-chunk"]
+        maxRunningRequests=72,
+        chunkedPrefillSize=8192,
+        scheduleConservativeness=0.3,
+        extraArgs=["--enable-mixed-chunk"],
     )
     # Run outside the repository: its `operator/` directory would shadow the stdlib module.
     result = subprocess.run(
@@ -74,7 +77,9 @@ def test_sglang_parses_the_rendered_arguments() -> None:
         "max_running_requests": None,
         "chunked_prefill_size": None,
         "enable_mixed_chunk": False,
+        "schedule_conservativeness": 0.5,
     }
     assert parsed_tuned["max_running_requests"] == 72
     assert parsed_tuned["chunked_prefill_size"] == 8192
     assert parsed_tuned["enable_mixed_chunk"] is True
+    assert parsed_tuned["schedule_conservativeness"] == 0.3

@@ -34,6 +34,22 @@ def test_kimi_report_a_person_can_act_on(capsys, examples):
     assert "THIN" in out  # 0.93 row
     assert "100,000,000 tokens" in out and "h" in out.split("total")[-1]  # ETA
     assert "Missing" not in out
+    # SGLang's own admission, from server.scheduleConservativeness (default 0.5: 0.35 → 0.049)
+    assert "scheduleConservativeness 0.5 → " in out and "0.35 (decaying to 0.049)" in out
+
+
+def test_report_shows_the_server_lever(capsys, tmp_path, examples):
+    import yaml
+
+    doc = yaml.safe_load((examples / "kimi-k2.5.yaml").read_text())
+    doc["spec"]["server"]["scheduleConservativeness"] = 1.0
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(doc))
+    code, out, err = _plan(capsys, "--job", str(job))
+    assert code == 0, err
+    assert "scheduleConservativeness 1 → " in out and "0.7 (decaying to 0.098)" in out
+    code, out, _ = _plan(capsys, "--job", str(job), "--json")
+    assert json.loads(out)["schedule_conservativeness"] == 1.0
 
 
 def test_kimi_json_has_the_figures(capsys, examples):

@@ -73,6 +73,8 @@ BYPASSES = [
     ("--tp=4", ["--tp (SGLang reads it as --tp-size)", "spec.server.tensorParallelSize"]),
     ("--kv-cache=fp8_e4m3", ["spec.server.kvCacheDtype"]),
     ("--mem=0.97", ["spec.server.memFractionStatic"]),
+    ("--schedule-conservativeness", ["spec.server.scheduleConservativeness"]),
+    ("--schedule-c=0.3", ["spec.server.scheduleConservativeness"]),
     ("--hicache-si=300", ["spec.server.hierarchicalCache.sizeGBPerRank"]),
     ("--model=/other", ["spec.model.weights"]),
     ("--kv=fp8_e4m3", ["ambiguous prefix", "--kv-cache-dtype", "spell the flag out"]),

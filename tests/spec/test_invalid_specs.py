@@ -60,6 +60,16 @@ CASES = [
         ["less than 1"],
     ),
     (
+        with_("spec.server", {"scheduleConservativeness": 0}),
+        "spec.server.scheduleConservativeness",
+        ["greater than 0"],
+    ),
+    (
+        with_("spec.server", {"scheduleConservativeness": 2.5}),
+        "spec.server.scheduleConservativeness",
+        ["less than or equal to 2"],
+    ),
+    (
         with_("spec.server", {"kvCacheDtype": "fp8_e4m3"}),
         "kvCacheDtype",
         ["lossy", "allowLossyKVCache: true"],
