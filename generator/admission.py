@@ -24,6 +24,12 @@ from statistics import NormalDist
 
 import numpy as np
 
+from draftgen.contract.sglang_scheduler import (
+    CLIP_MAX_NEW_TOKENS,
+    DEFAULT_SCHEDULE_CONSERVATIVENESS,
+    new_token_ratio_range,
+)
+
 # Observations before the dataset's own lengths replace the prior (maxNewTokens).
 MIN_OBSERVATIONS = 8
 # Lengths remembered per dataset for the empirical distribution.
@@ -286,10 +292,11 @@ def expected_remaining(mean: float, limit: int, produced: np.ndarray) -> np.ndar
 # a request leaves its FCFS queue only when prompt + min(max_new_tokens, CLIP_MAX_NEW) + a page
 # fits in the free pool less new_token_ratio × min(max_new − generated, CLIP_MAX_NEW) for every
 # running request; a queue head that does not fit holds back everything behind it.
-CLIP_MAX_NEW = 4096
-"""`SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`'s default."""
-INIT_NEW_TOKEN_RATIO = 0.7
-"""The server's reservation ratio after a start or an idle spell (used when it reports none)."""
+CLIP_MAX_NEW = CLIP_MAX_NEW_TOKENS
+"""No request is charged more than this for its output."""
+# The server's reservation ratio after a start or an idle spell (used when it reports none):
+# the most it reserves at its default conservativeness.
+INIT_NEW_TOKEN_RATIO = new_token_ratio_range(DEFAULT_SCHEDULE_CONSERVATIVENESS)[0]
 
 
 def server_charge(prompt: float, max_new: float) -> float:
