@@ -245,8 +245,8 @@ def main() -> None:
     parser.add_argument(
         "--rows",
         type=int,
-        default=env_int("BENCH_SATURATION_REAL_ROWS", 0),
-        help="prompts per dataset (default: sized from a probe so each client runs --seconds)",
+        default=env_int("BENCH_SATURATION_REAL_ROWS", 36),
+        help="prompts per dataset (0: sized from a probe so each client runs --seconds)",
     )
     parser.add_argument("--seconds", type=float, default=50.0)
     parser.add_argument("--max-new", type=int, default=MAX_NEW, help="maxNewTokens")
