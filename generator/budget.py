@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from draftgen.dataset_figures import DatasetFigures
 from draftgen.spec import Budget
 from draftgen.timefmt import rfc3339
 
@@ -50,16 +51,19 @@ class Ledger:
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def figures(self) -> DatasetFigures:
+        """The counts against the budget, figured as `draftgen stats` and `draftgen top` do."""
+        return DatasetFigures(
+            self.budget,
+            self.samples,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.exhausted or self.closed,
+        )
+
     def limit_met(self) -> str | None:
         """The first budget limit reached (`completionTokens`, `totalTokens`, `maxSamples`)."""
-        b = self.budget
-        if b.completion_tokens is not None and self.completion_tokens >= b.completion_tokens:
-            return "completionTokens"
-        if b.total_tokens is not None and self.total_tokens >= b.total_tokens:
-            return "totalTokens"
-        if b.max_samples is not None and self.samples >= b.max_samples:
-            return "maxSamples"
-        return None
+        return self.figures().limit_met()
 
     @property
     def budget_met(self) -> bool:
@@ -98,15 +102,7 @@ class Ledger:
 
     def fraction_done(self) -> float | None:
         """Progress towards the nearest limit, 0–1 (None without a budget)."""
-        b = self.budget
-        parts = []
-        if b.completion_tokens:
-            parts.append(self.completion_tokens / b.completion_tokens)
-        if b.total_tokens:
-            parts.append(self.total_tokens / b.total_tokens)
-        if b.max_samples:
-            parts.append(self.samples / b.max_samples)
-        return min(1.0, max(parts)) if parts else None
+        return self.figures().fraction_done()
 
     def manifest(self) -> dict:
         """This dataset's `manifest.json` (docs/output-format.md)."""

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         namespace=args.namespace,
     )
     from .input_preflight import InputsRefused, check_inputs, problems
-    from .inputs import iter_samples
+    from .inputs import sample_source
     from .integrity import IntegrityError as InputIntegrityError
     from .pretokenize import TokenizerError, open_tokenizer
     from .sources import SourceError
@@ -120,16 +120,7 @@ def run(args: argparse.Namespace) -> int:
                 if not report.passed:
                     raise InputsRefused(problems(report), code)
 
-            def source(dataset, skip_ids, max_prompt_tokens):
-                return iter_samples(
-                    job,
-                    dataset,
-                    base_dir=base_dir,
-                    tokenizer_ctx=ctx,
-                    skip_ids=skip_ids,
-                    max_prompt_tokens=max_prompt_tokens,
-                )
-
+            source = sample_source(job, base_dir, ctx)
             runner = Runner(job, settings, source, getattr(ctx, "tokenizer", None), check)
             code = asyncio.run(_main(runner, args.metrics_linger if args.metrics_port else 0.0))
         if code == ExitCode.OK:

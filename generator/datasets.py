@@ -115,22 +115,18 @@ def open_datasets(
         if (
             state.ledger.samples
             and not state.ledger.budget_met
-            and not (
+            and not all(
                 budget_admits(
-                    budget=b.completion_tokens,
-                    done=state.ledger.completion_tokens,
+                    budget=budget,
+                    done=done,
                     in_flight=[],
                     in_flight_known=0,
                     new_known=0,
                     model=ds.model,
                 )
-                and budget_admits(
-                    budget=b.total_tokens,
-                    done=state.ledger.total_tokens,
-                    in_flight=[],
-                    in_flight_known=0,
-                    new_known=0,
-                    model=ds.model,
+                for budget, done in (
+                    (b.completion_tokens, state.ledger.completion_tokens),
+                    (b.total_tokens, state.ledger.total_tokens),
                 )
             )
         ):

@@ -16,7 +16,7 @@ pull it in a thread (`await asyncio.to_thread(next, it, None)`); the worker pool
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,14 @@ from .samples import TOOL_FALLBACK, Reject, Sample
 from .selection import select_rows
 from .sources import SourceError, list_files, resolve_source
 
-__all__ = ["IntegrityError", "SourceError", "dataset_files", "iter_samples", "open_tokenizer"]
+__all__ = [
+    "IntegrityError",
+    "SourceError",
+    "dataset_files",
+    "iter_samples",
+    "open_tokenizer",
+    "sample_source",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,3 +224,24 @@ def iter_samples(
         if rendered.tool_fallback is not None:
             info[TOOL_FALLBACK] = rendered.tool_fallback
         yield Sample(p.id, name, p.source_index, p.turn, rendered.ids, info)
+
+
+def sample_source(
+    job: GenerationJob, base_dir: Path, tokenizer_ctx: TokenizerContext
+) -> Callable[[DatasetSpec, Container[str], int | None], Iterator[Sample | Reject]]:
+    """`iter_samples` bound to one job and tokenizer: what the Runner reads each dataset from
+    (`source(dataset, skip_ids, max_prompt_tokens)`, `run.SampleSource`)."""
+
+    def source(
+        dataset: DatasetSpec, skip_ids: Container[str], max_prompt_tokens: int | None
+    ) -> Iterator[Sample | Reject]:
+        return iter_samples(
+            job,
+            dataset,
+            base_dir=base_dir,
+            tokenizer_ctx=tokenizer_ctx,
+            skip_ids=skip_ids,
+            max_prompt_tokens=max_prompt_tokens,
+        )
+
+    return source

@@ -2,7 +2,7 @@
 
 `open_tokenizer(job, base_dir)` loads the tokenizer (`tokenizer.py`: `spec.model.tokenizer`, else
 the weights: a path, relative to the job file's directory, or `hf://org/name`), runs the start-up
-integrity checks (`integrity.py`, and the render probe of `render.py`) and starts
+integrity checks (`integrity.py`, and the render probe of `render_probe.py`) and starts
 `spec.generator.tokenizer_workers` processes that each load their own copy and render with the
 same `RenderSettings`. `TokenizerContext.render_stream` feeds them batches with a bounded
 prefetch, so rendering runs ahead of the consumer on every worker while memory stays flat.
@@ -26,7 +26,8 @@ from typing import Any
 from draftgen.spec import GenerationJob
 
 from .integrity import check_special_tokens, tokenizer_fingerprint
-from .render import Rendered, Renderer, RenderSettings, probe_settings
+from .render import Rendered, Renderer, RenderSettings
+from .render_probe import probe_settings
 from .tokenizer import TokenizerError, encode_kwargs_for, load_tokenizer, resolve_tokenizer_location
 
 # The input side and the tests import these from here.

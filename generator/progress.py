@@ -6,22 +6,29 @@ so log stacks parse it). The block and the object are built from the same `summa
 from __future__ import annotations
 
 import datetime
-import json
 import logging
 import math
-import os
 import sys
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from draftgen.contract.generator_cli import LOG_FORMATS
-from draftgen.plan.eta import format_duration, remaining_completion_tokens
+from draftgen.dataset_figures import budget_text, state_text
+from draftgen.plan.eta import format_duration
 from draftgen.redact import redact_url
 
 from .budget import Ledger
+from .logs import PROGRESS_FIELD
+
+# `name as name`: re-exported for callers that still import them from here (generator/cli.py and
+# pretokenize.py the JSON log's, generator/run.py the rate model's); new callers import them from
+# logs.py and rate.py.
+from .logs import json_logging as json_logging
+from .logs import worker_logging as worker_logging
+from .rate import RateMeter
+from .rate import eta_seconds as eta_seconds
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -29,81 +36,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("draftgen.generate")
 
 
-class RateMeter:
-    """Tokens per second over a sliding window."""
-
-    def __init__(self, window: float = 60.0) -> None:
-        self.window = window
-        self._events: deque[tuple[float, int]] = deque()
-        self._start = time.monotonic()
-
-    def add(self, tokens: int, now: float | None = None) -> None:
-        self._events.append((time.monotonic() if now is None else now, tokens))
-
-    def rate(self, now: float | None = None) -> float:
-        now = time.monotonic() if now is None else now
-        while self._events and self._events[0][0] < now - self.window:
-            self._events.popleft()
-        span = min(self.window, now - self._start)
-        if span <= 0.5:
-            return 0.0
-        return sum(n for _, n in self._events) / span
-
-
-def remaining_tokens(ledger: Ledger) -> float | None:
-    """Completion tokens still to generate before the dataset's nearest limit (None: unknown),
-    by the planner's rule (draftgen/plan/eta.py) at the lengths measured so far."""
-    if ledger.done:
-        return 0.0
-    b = ledger.budget
-    n = ledger.samples
-    return remaining_completion_tokens(
-        b.completion_tokens,
-        b.total_tokens,
-        b.max_samples,
-        ledger.prompt_tokens / n if n else None,
-        ledger.completion_tokens / n if n else None,
-        ledger.completion_tokens,
-    )
-
-
-def eta_seconds(ledgers: Sequence[Ledger], rate: float) -> float | None:
-    """Seconds until every budget is met at `rate` tokens/s (None when unknown)."""
-    if rate <= 0:
-        return None
-    total = 0.0
-    for ledger in ledgers:
-        left = remaining_tokens(ledger)
-        if left is None:
-            return None
-        total += left
-    return total / rate
-
-
 def _fmt_eta(seconds: float | None) -> str:
     return format_duration(seconds) or "?"
 
 
 def _budget_text(ledger: Ledger) -> str:
-    b = ledger.budget
-    parts = []
-    if b.completion_tokens is not None:
-        parts.append(f"{ledger.completion_tokens:,}/{b.completion_tokens:,} tok")
-    if b.total_tokens is not None:
-        parts.append(f"{ledger.total_tokens:,}/{b.total_tokens:,} total")
-    if b.max_samples is not None:
-        parts.append(f"{ledger.samples:,}/{b.max_samples:,} samples")
-    return ", ".join(parts) or f"{ledger.completion_tokens:,} tok (no budget)"
+    return (
+        budget_text(ledger.budget, ledger.figures())
+        or f"{ledger.completion_tokens:,} tok (no budget)"
+    )
 
 
 def _state(ledger: Ledger) -> str:
-    if ledger.budget_met:
-        return f"done ({ledger.limit_met()})"
-    if ledger.closed:
-        return "done (budget full)"
-    if ledger.exhausted:
-        return "done (rows used up)"
-    return "running"
+    return state_text(ledger.limit_met(), ledger.closed, ledger.exhausted, "running")
 
 
 @dataclass(frozen=True)
@@ -217,12 +162,7 @@ class Progress:
         for ledger in self.ledgers:
             frac = ledger.fraction_done()
             ds_rate = self._rates[ledger.dataset].rate()
-            left = remaining_tokens(ledger)
-            ds_eta = (
-                0.0
-                if ledger.done
-                else (left / ds_rate if left is not None and ds_rate > 0 else None)
-            )
+            ds_eta = ledger.figures().eta(ds_rate)
             table.add_row(
                 ledger.dataset,
                 ProgressBar(total=1.0, completed=1.0 if ledger.done else (frac or 0.0), width=20),
@@ -251,12 +191,6 @@ class Progress:
         else:
             log.info("%s", text_block(summary))
 
-    def _dataset_eta(self, ledger: Ledger, rate: float) -> float | None:
-        if ledger.done:
-            return 0.0
-        left = remaining_tokens(ledger)
-        return left / rate if left is not None and rate > 0 else None
-
     def summary(self, rate: float, eta: float | None, in_flight: int) -> dict[str, Any]:
         """Progress as plain data: the JSON log object and the text block's figures."""
         now = time.time()
@@ -264,7 +198,7 @@ class Progress:
         for ledger in self.ledgers:
             ds_rate = self._rates[ledger.dataset].rate()
             frac = ledger.fraction_done()
-            ds_eta = self._dataset_eta(ledger, ds_rate)
+            ds_eta = ledger.figures().eta(ds_rate)
             datasets.append(
                 {
                     "dataset": ledger.dataset,
@@ -302,10 +236,6 @@ class Progress:
             "datasets": datasets,
             "servers": servers,
         }
-
-
-PROGRESS_FIELD = "progress"
-"""The log record attribute carrying a progress summary (JsonFormatter merges it in)."""
 
 
 def _cell(value: float | None, fmt: str, unknown: str = "?") -> str:
@@ -352,72 +282,3 @@ def text_block(summary: dict[str, Any]) -> str:
             f"{srv['in_flight']} in flight from here"
         )
     return "\n".join(lines)
-
-
-class JsonFormatter(logging.Formatter):
-    """`--log-format json`: every record one JSON object on one line; a progress record carries
-    its summary's fields at the top level (`"event": "progress"`)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        obj: dict[str, Any] = {
-            "time": datetime.datetime.fromtimestamp(record.created, datetime.UTC).isoformat(
-                timespec="milliseconds"
-            ),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        summary = getattr(record, PROGRESS_FIELD, None)
-        if isinstance(summary, dict):
-            obj["event"] = "progress"
-            obj.update(summary)
-        if record.exc_info:
-            obj["exception"] = self.formatException(record.exc_info)
-        return json.dumps(obj, ensure_ascii=False, default=str)
-
-
-LIBRARY_LOGGERS = ("transformers",)
-"""Libraries that print through a handler of their own (transformers warns at import when
-PyTorch is absent, as in the image): in JSON mode their records go through ours instead."""
-
-
-class _ToRootHandlers(logging.Filter):
-    """On a library's logger: hand each record to the root logger's handlers, and drop it from
-    the library's own handler (which would write a plain-text line)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        for handler in logging.getLogger().handlers:
-            if record.levelno >= handler.level:
-                handler.handle(record)
-        return False
-
-
-def json_logging(handler: logging.Handler) -> None:
-    """Every line of the log one JSON object: our records, Python warnings, and the libraries'
-    records (before the libraries are imported: their import-time warnings too)."""
-    handler.setFormatter(JsonFormatter())
-    os.environ[LOG_FORMAT_ENV] = "json"  # for the spawned tokenizer workers
-    logging.captureWarnings(True)
-    for name in LIBRARY_LOGGERS:
-        library = logging.getLogger(name)
-        if not any(isinstance(f, _ToRootHandlers) for f in library.filters):
-            library.addFilter(_ToRootHandlers())
-
-
-LOG_FORMAT_ENV = "DRAFTGEN_LOG_FORMAT"
-"""Set by `json_logging` for the tokenizer workers (spawned processes start unconfigured)."""
-
-
-def json_logging_from_env() -> bool:
-    return os.environ.get(LOG_FORMAT_ENV) == "json"
-
-
-def worker_logging() -> None:
-    """In a spawned worker: JSON lines on stderr too when the generator logs JSON."""
-    if not json_logging_from_env():
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
-    json_logging(handler)

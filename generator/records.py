@@ -16,7 +16,7 @@ from draftgen.timefmt import rfc3339
 from .budget import Ledger
 from .client import Generation
 from .metrics import GeneratorMetrics
-from .progress import eta_seconds
+from .rate import eta_seconds
 from .samples import Reject, Sample
 from .writer import DatasetWriter, atomic_write_json
 

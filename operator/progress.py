@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-from collections import defaultdict
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from draftgen.contract import metrics
 from draftgen.contract.server_info import parse_server_info
@@ -57,74 +54,49 @@ class GeneratorProgress:
 
 
 def parse_metrics(text: str) -> GeneratorProgress:
-    """Read the `draftgen_*` metrics of docs/metrics.md into per-dataset progress."""
-    samples: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    budget: dict[str, float] = {}
-    done: dict[str, bool] = {}
-    seen: set[str] = set()
-    throughput = eta = None
-    job_done = False
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            ds = s.labels.get(metrics.DATASET)
-            if s.name == metrics.SAMPLES.name and ds:
-                samples[ds]["samples"] += s.value
-            elif s.name == metrics.COMPLETION_TOKENS.name and ds:
-                samples[ds]["completion"] += s.value
-            elif s.name == metrics.PROMPT_TOKENS.name and ds:
-                samples[ds]["prompt"] += s.value
-            elif s.name == metrics.REJECTS.name and ds:
-                samples[ds]["rejects"] += s.value
-            elif s.name == metrics.BUDGET.name and ds:
-                budget[ds] = s.value
-            elif s.name == metrics.DATASET_DONE.name and ds:
-                done[ds] = s.value >= 1
-            elif s.name == metrics.COMPLETION_TOKENS_PER_SECOND.name:
-                throughput = s.value
-            elif s.name == metrics.ETA.name:
-                eta = s.value if math.isfinite(s.value) else None
-            elif s.name == metrics.JOB_DONE.name:
-                job_done = s.value >= 1
-            else:
-                continue
-            if ds:
-                seen.add(ds)
+    """The generator's page (read by the contract's parser) as the status's per-dataset
+    progress, in name order."""
+    page = metrics.read_generator_page(text)
     datasets = []
-    for name in sorted(seen):
-        counts = samples[name]
-        b = int(budget[name]) if name in budget else None
-        completion = int(counts["completion"])
+    for d in sorted(page.datasets, key=lambda d: d.name):
+        b = d.budget_completion_tokens
         overshoot = None
         if b:
-            overshoot = round(max(0, completion - b) * 100.0 / b, 3)
+            overshoot = round(max(0, d.completion_tokens - b) * 100.0 / b, 3)
         datasets.append(
             DatasetProgress(
-                name=name,
-                samples=int(counts["samples"]),
-                prompt_tokens=int(counts["prompt"]),
-                completion_tokens=completion,
+                name=d.name,
+                samples=d.samples,
+                prompt_tokens=d.prompt_tokens,
+                completion_tokens=d.completion_tokens,
                 budget_completion_tokens=b,
-                done=done.get(name, False),
+                done=d.done,
                 overshoot_percent=overshoot,
-                rejects=int(counts["rejects"]),
+                rejects=d.rejects,
             )
         )
     return GeneratorProgress(
         datasets=datasets,
-        throughput_tokens_per_second=throughput,
-        eta_seconds=eta,
-        job_done=job_done,
+        throughput_tokens_per_second=page.throughput,
+        eta_seconds=page.eta_seconds,
+        job_done=bool(page.job_done),
     )
+
+
+def _get(host: str, port: int, path: str, timeout: float) -> httpx.Response | None:
+    """GET `path` of a pod, or None when it does not answer (yet) or answers with an error."""
+    try:
+        rsp = _http().get(f"http://{_host(host)}:{port}{path}", timeout=timeout)
+        rsp.raise_for_status()
+    except httpx.HTTPError:
+        return None
+    return rsp
 
 
 def scrape(host: str, port: int, timeout: float) -> GeneratorProgress | None:
     """The generator's progress, or None when its endpoint does not answer (yet)."""
-    try:
-        rsp = _http().get(f"http://{_host(host)}:{port}/metrics", timeout=timeout)
-        rsp.raise_for_status()
-    except httpx.HTTPError:
-        return None
-    return parse_metrics(rsp.text)
+    rsp = _get(host, port, "/metrics", timeout)
+    return None if rsp is None else parse_metrics(rsp.text)
 
 
 def parse_download(text: str) -> tuple[int, int | None] | None:
@@ -133,7 +105,7 @@ def parse_download(text: str) -> tuple[int, int | None] | None:
     from draftgen.contract import download_cli
 
     done = total = None
-    for family in text_string_to_metric_families(text):
+    for family in metrics.families(text):
         for s in family.samples:
             if s.name == download_cli.BYTES_DONE.name:
                 done = int(s.value)
@@ -144,21 +116,18 @@ def parse_download(text: str) -> tuple[int, int | None] | None:
 
 def download_progress(host: str, port: int, timeout: float) -> tuple[int, int | None] | None:
     """The model download's bytes done/total, or None when its page does not answer (yet)."""
-    try:
-        rsp = _http().get(f"http://{_host(host)}:{port}/metrics", timeout=timeout)
-        rsp.raise_for_status()
-    except httpx.HTTPError:
-        return None
-    return parse_download(rsp.text)
+    rsp = _get(host, port, "/metrics", timeout)
+    return None if rsp is None else parse_download(rsp.text)
 
 
 def server_kv_capacity(host: str, port: int, timeout: float) -> int | None:
     """`max_total_num_tokens` from SGLang's `/get_server_info` (the KV pool in tokens)."""
+    rsp = _get(host, port, "/get_server_info", timeout)
+    if rsp is None:
+        return None
     try:
-        rsp = _http().get(f"http://{_host(host)}:{port}/get_server_info", timeout=timeout)
-        rsp.raise_for_status()
         return parse_server_info(rsp.json()).kv_tokens
-    except (httpx.HTTPError, ValueError):  # ServerInfoError is a ValueError
+    except ValueError:  # not JSON; ServerInfoError is a ValueError too
         return None
 
 

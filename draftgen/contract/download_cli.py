@@ -14,8 +14,7 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
-from .argv import options
-from .generator_cli import exit_codes_epilog
+from .argv import add_report_argument, options
 from .metrics import Metric
 
 COMMAND = "download"
@@ -67,8 +66,6 @@ class DownloadArgs:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = exit_codes_epilog()
     parser.add_argument(Flag.REPO.value, required=True, help="hub repository, ORG/NAME")
     parser.add_argument(Flag.TO.value, required=True, type=Path, help="directory to fill")
     parser.add_argument(
@@ -80,9 +77,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="serve bytes done/total as Prometheus gauges on this port",
     )
-    parser.add_argument(
-        Flag.REPORT.value,
-        type=Path,
-        default=None,
-        help="write the resolved commit as JSON here (in a cluster: the termination log)",
-    )
+    add_report_argument(parser, Flag.REPORT, "write the resolved commit")

@@ -11,9 +11,10 @@ import argparse
 import enum
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .argv import options
-from .job_argument import JOB_FLAG, add_job_argument
+from .job_argument import INPUTS_FLAG, JOB_FLAG, add_inputs_argument, add_job_argument
 
 COMMAND = "generate"
 """The `draftgen` subcommand that runs the generator."""
@@ -25,7 +26,7 @@ class Flag(enum.StrEnum):
     JOB = JOB_FLAG
     SERVER = "--server"
     OUTPUT = "--output"
-    INPUTS = "--inputs"
+    INPUTS = INPUTS_FLAG
     METRICS_PORT = "--metrics-port"
     METRICS_LINGER = "--metrics-linger"
     PROGRESS = "--progress"
@@ -141,98 +142,83 @@ class GeneratorArgs:
         )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The parser of `draftgen generate`, from the same flags `GeneratorArgs.argv()` writes."""
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = exit_codes_epilog()
-    add_job_argument(parser)
-    parser.add_argument(
-        Flag.SERVER.value,
-        action="append",
-        required=True,
-        dest="servers",
-        metavar="URL",
-        help="SGLang server base URL; repeat for replicas",
-    )
-    parser.add_argument(
-        Flag.OUTPUT.value,
-        type=Path,
-        default=None,
-        help="output directory (default: spec.output.path)",
-    )
-    parser.add_argument(
-        Flag.INPUTS.value,
-        type=Path,
-        default=None,
-        help="directory relative dataset sources resolve from (default: the job file's directory)",
-    )
-    parser.add_argument(
-        Flag.METRICS_PORT.value,
-        type=int,
-        default=None,
-        help="serve Prometheus metrics on this port (default: none)",
-    )
-    parser.add_argument(
-        Flag.METRICS_LINGER.value,
-        type=float,
-        default=0.0,
-        metavar="SECONDS",
-        help="after a finished job, keep serving metrics this long so Prometheus "
-        "scrapes the final counts (a signal ends the wait; default 0)",
-    )
-    parser.add_argument(
-        Flag.GENERATIONJOB.value,
-        default=None,
-        metavar="NAME",
-        help="the `generationjob` label of every metric series (default: the job file's "
+# How `draftgen generate` parses each flag after `--job`, in --help order (argparse's keywords; a
+# flag without a `default` defaults to None, as when `GeneratorArgs` leaves it out). `--inputs`
+# is job_argument's (preflight takes it alike): it only keeps its place here.
+_PARSED: dict[Flag, dict[str, Any]] = {
+    Flag.SERVER: {
+        "action": "append",
+        "required": True,
+        "dest": "servers",
+        "metavar": "URL",
+        "help": "SGLang server base URL; repeat for replicas",
+    },
+    Flag.OUTPUT: {"type": Path, "help": "output directory (default: spec.output.path)"},
+    Flag.INPUTS: {},
+    Flag.METRICS_PORT: {
+        "type": int,
+        "help": "serve Prometheus metrics on this port (default: none)",
+    },
+    Flag.METRICS_LINGER: {
+        "type": float,
+        "default": 0.0,
+        "metavar": "SECONDS",
+        "help": "after a finished job, keep serving metrics this long so Prometheus scrapes the "
+        "final counts (a signal ends the wait; default 0)",
+    },
+    Flag.GENERATIONJOB: {
+        "metavar": "NAME",
+        "help": "the `generationjob` label of every metric series (default: the job file's "
         "metadata.name)",
-    )
-    parser.add_argument(
-        Flag.NAMESPACE.value,
-        default=None,
-        help="the `namespace` label of every metric series (default: the job file's "
+    },
+    Flag.NAMESPACE: {
+        "help": "the `namespace` label of every metric series (default: the job file's "
         "metadata.namespace; none when it has none)",
-    )
-    parser.add_argument(
-        Flag.EXPORTS_ROOT.value,
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="directory spec.exports[].path is relative to (default: the output directory's "
+    },
+    Flag.EXPORTS_ROOT: {
+        "type": Path,
+        "metavar": "DIR",
+        "help": "directory spec.exports[].path is relative to (default: the output directory's "
         "parent; in a cluster the output volume)",
-    )
-    parser.add_argument(
-        Flag.RESULT_FILE.value,
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="after the exports, write what each produced (path, rows, card) as JSON here "
+    },
+    Flag.RESULT_FILE: {
+        "type": Path,
+        "metavar": "FILE",
+        "help": "after the exports, write what each produced (path, rows, card) as JSON here "
         "(the operator passes the container's termination-message file)",
-    )
-    parser.add_argument(
-        Flag.PROGRESS.value,
-        choices=PROGRESS_MODES,
-        default="auto",
-        help="live table on a terminal, log lines otherwise (auto)",
-    )
-    parser.add_argument(
-        Flag.LOG_FORMAT.value,
-        choices=LOG_FORMATS,
-        default="text",
-        help="the log when there is no live table: text (a readable block every interval) or "
+    },
+    Flag.PROGRESS: {
+        "choices": PROGRESS_MODES,
+        "default": "auto",
+        "help": "live table on a terminal, log lines otherwise (auto)",
+    },
+    Flag.LOG_FORMAT: {
+        "choices": LOG_FORMATS,
+        "default": "text",
+        "help": "the log when there is no live table: text (a readable block every interval) or "
         "json (one object a line: every record, progress with per-dataset counts, rejects by "
         "reason, tok/s, ETA and the servers' KV usage); the operator sets json",
-    )
-    parser.add_argument(
-        Flag.HEALTH_TIMEOUT.value,
-        type=float,
-        default=DEFAULT_HEALTH_TIMEOUT_SECONDS,
-        help="seconds to wait for a server's /health_generate (default 1800)",
-    )
-    parser.add_argument(
-        Flag.ALLOW_SPEC_CHANGE.value,
-        action="store_true",
-        help="resume although the job changed what shapes a sample (model, template kwargs, "
+    },
+    Flag.HEALTH_TIMEOUT: {
+        "type": float,
+        "default": DEFAULT_HEALTH_TIMEOUT_SECONDS,
+        "help": "seconds to wait for a server's /health_generate (default 1800)",
+    },
+    Flag.ALLOW_SPEC_CHANGE: {
+        "action": "store_true",
+        "help": "resume although the job changed what shapes a sample (model, template kwargs, "
         "sampling, a dataset's source or selection): start a new shard series, recorded in "
         "the dataset's fingerprint.json and manifest, instead of refusing",
-    )
+    },
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The parser of `draftgen generate`, from the same flags `GeneratorArgs.argv()` writes (its
+    exit-code epilog comes from draftgen/cli.py, as every command's)."""
+    add_job_argument(parser)
+    for flag, keywords in _PARSED.items():
+        if flag is Flag.INPUTS:
+            add_inputs_argument(parser)
+        else:
+            parser.add_argument(flag.value, **keywords)

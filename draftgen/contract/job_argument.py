@@ -1,16 +1,20 @@
 """How every draftgen command that reads a GenerationJob names it on the command line:
 `-f/--job FILE` or a positional FILE, `-` for standard input. One definition, so `validate`,
 `plan`, `generate` and `operator --render` cannot drift apart (the operator renders
-`generate --job FILE`, which stays valid)."""
+`generate --job FILE`, which stays valid). `--inputs DIR`, where the job's relative dataset
+sources resolve from, is spelled here too (`generate` and `preflight` take it alike)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 JOB_FLAG = "--job"
 """What the operator renders into the generator Job (`generate --job FILE`)."""
 JOB_FLAGS = ("-f", JOB_FLAG)
+INPUTS_FLAG = "--inputs"
+"""The directory the job's relative dataset sources resolve from (the operator's inputs volume)."""
 STDIN = "-"
 USAGE_EXIT_CODE = 2
 """argparse's own code for a usage error; ExitCode.INVALID is the same number."""
@@ -32,6 +36,16 @@ def add_job_argument(parser: argparse.ArgumentParser, many: bool = False) -> Non
         default=[],
         metavar="FILE",
         help="the same as the positional FILE" + (" (repeatable)" if many else ""),
+    )
+
+
+def add_inputs_argument(parser: argparse.ArgumentParser) -> None:
+    """`--inputs DIR` (dest `inputs`, a Path; None: the job file's directory)."""
+    parser.add_argument(
+        INPUTS_FLAG,
+        type=Path,
+        default=None,
+        help="directory relative dataset sources resolve from (default: the job file's directory)",
     )
 
 

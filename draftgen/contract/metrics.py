@@ -1,16 +1,22 @@
 """The generator's Prometheus series (docs/metrics.md): names, help, label names and the closed
 sets of label values, defined once.
 
-`generator/metrics.py` builds its prometheus_client objects from these definitions,
-`operator/progress.py` reads the scraped page by the same names, `draftgen top` shows them, and
+`generator/metrics.py` builds its prometheus_client objects from these definitions, and
 docs/metrics.md is generated from them (`make metrics-doc`; tests/contract checks it is current).
+The page is read back by `read_generator_page` below, the one parser `operator/progress.py` and
+`draftgen top` both call: it knows the names and labels because this module owns them.
 """
 
 from __future__ import annotations
 
 import enum
+import math
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Literal
+
+from prometheus_client.metrics_core import Metric as Family
+from prometheus_client.parser import text_string_to_metric_families
 
 # Label names.
 DATASET = "dataset"
@@ -186,3 +192,119 @@ ALL: tuple[Metric, ...] = (
     ETA,
     JOB_DONE,
 )
+
+
+# ---- reading the page back ----------------------------------------------------------------------
+
+PREFIX = "draftgen_"
+"""Every series of the generator's starts with it (tests check); other series are not its own."""
+
+
+class PageError(ValueError):
+    """A page that is not a Prometheus text page."""
+
+
+def families(text: str) -> list[Family]:
+    """The metric families of a Prometheus text page (any exporter's), or PageError."""
+    try:
+        return list(text_string_to_metric_families(text))
+    except (ValueError, TypeError, IndexError) as err:
+        raise PageError(f"not a Prometheus text page: {err}") from None
+
+
+@dataclass(frozen=True)
+class DatasetSeries:
+    """One dataset's figures on the generator's page, summed over the other labels."""
+
+    name: str
+    samples: int = 0
+    truncated: int = 0
+    """Samples with `finish_reason` `length` (cut at maxNewTokens)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    rejects: int = 0
+    budget_completion_tokens: int | None = None
+    """None: the dataset has no completion-token budget (the gauge is absent)."""
+    done: bool = False
+
+
+@dataclass(frozen=True)
+class GeneratorPage:
+    """What the generator's `/metrics` page says."""
+
+    datasets: tuple[DatasetSeries, ...] = ()
+    """Every dataset any series names, in the page's order: the order the generator opened
+    them, which is spec order."""
+    servers: tuple[str, ...] = ()
+    """The server URLs it sends to (the `server` label of its in-flight gauge)."""
+    throughput: float | None = None
+    """Completion tokens/s over the last minute (None: absent or not a finite number)."""
+    eta_seconds: float | None = None
+    """None: absent or not finite (an infinite ETA is unknown, not a number)."""
+    job_done: bool | None = None
+    """None: the gauge is absent."""
+    series: int = 0
+    """draftgen_* samples on the page (0: the page has none of the generator's series)."""
+
+
+_COUNTS = {
+    SAMPLES.name: "samples",
+    COMPLETION_TOKENS.name: "completion_tokens",
+    PROMPT_TOKENS.name: "prompt_tokens",
+    REJECTS.name: "rejects",
+}
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def read_generator_page(text: str) -> GeneratorPage:
+    """The generator's `/metrics` page → per-dataset figures and the job's gauges. A page that is
+    not Prometheus text raises PageError; one without the generator's series reads as empty."""
+    order: dict[str, None] = {}
+    counts: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    budget: dict[str, int] = {}
+    done: dict[str, bool] = {}
+    servers: dict[str, None] = {}
+    throughput = eta = None
+    job_done = None
+    series = 0
+    for family in families(text):
+        for s in family.samples:
+            if not s.name.startswith(PREFIX):
+                continue
+            series += 1
+            ds = s.labels.get(DATASET)
+            if ds:
+                order.setdefault(ds, None)
+                if s.name in _COUNTS:
+                    counts[ds][_COUNTS[s.name]] += s.value
+                    if s.name == SAMPLES.name and s.labels.get(FINISH_REASON) == "length":
+                        counts[ds]["truncated"] += s.value
+                elif s.name == BUDGET.name:
+                    budget[ds] = int(s.value)
+                elif s.name == DATASET_DONE.name:
+                    done[ds] = s.value >= 1
+            elif s.name == REQUESTS_IN_FLIGHT.name and s.labels.get(SERVER):
+                servers.setdefault(s.labels[SERVER], None)
+            elif s.name == COMPLETION_TOKENS_PER_SECOND.name:
+                throughput = _finite(s.value)
+            elif s.name == ETA.name:
+                eta = _finite(s.value)
+            elif s.name == JOB_DONE.name:
+                job_done = s.value >= 1
+    datasets = tuple(
+        DatasetSeries(
+            name=name,
+            samples=int(counts[name]["samples"]),
+            truncated=int(counts[name]["truncated"]),
+            prompt_tokens=int(counts[name]["prompt_tokens"]),
+            completion_tokens=int(counts[name]["completion_tokens"]),
+            rejects=int(counts[name]["rejects"]),
+            budget_completion_tokens=budget.get(name),
+            done=done.get(name, False),
+        )
+        for name in order
+    )
+    return GeneratorPage(datasets, tuple(servers), throughput, eta, job_done, series)

@@ -15,8 +15,8 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
-from .argv import options
-from .generator_cli import exit_codes_epilog
+from .argv import add_report_argument, options
+from .job_argument import INPUTS_FLAG, JOB_FLAG, add_inputs_argument
 
 COMMAND = "preflight"
 """The `draftgen` subcommand that checks a job's inputs before any server is created."""
@@ -35,8 +35,8 @@ DEFAULT_ROWS = 32
 class Flag(enum.StrEnum):
     """Flags of `draftgen preflight`."""
 
-    JOB = "--job"
-    INPUTS = "--inputs"
+    JOB = JOB_FLAG
+    INPUTS = INPUTS_FLAG
     ROWS = "--rows"
     REPORT = "--report"
 
@@ -59,24 +59,12 @@ class PreflightArgs:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The parser of `draftgen preflight`, from the same flags `PreflightArgs.argv()` writes."""
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = exit_codes_epilog()
     parser.add_argument(Flag.JOB.value, required=True, type=Path, help="GenerationJob YAML file")
-    parser.add_argument(
-        Flag.INPUTS.value,
-        type=Path,
-        default=None,
-        help="directory relative dataset sources resolve from (default: the job file's directory)",
-    )
+    add_inputs_argument(parser)
     parser.add_argument(
         Flag.ROWS.value,
         type=int,
         default=DEFAULT_ROWS,
         help=f"rows read per dataset (default {DEFAULT_ROWS})",
     )
-    parser.add_argument(
-        Flag.REPORT.value,
-        type=Path,
-        default=None,
-        help="also write the report as JSON here (in a cluster: the termination log)",
-    )
+    add_report_argument(parser, Flag.REPORT, "also write the report")

@@ -2,7 +2,7 @@
 
 The operator renders the server's args from these (operator/render/server.py); the spec refuses
 an owned flag in `server.extraArgs`, naming its field (draftgen/spec/server.py); the planner reads
-unowned ones from `extraArgs` (draftgen/plan/planner.py); the test harness starts CPU servers
+unowned ones from `extraArgs` (draftgen/plan/capacity.py); the test harness starts CPU servers
 with them (draftgen/testing/sglang.py).
 """
 

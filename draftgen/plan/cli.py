@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.job_argument import add_job_argument, job_files
 from draftgen.spec import SpecError, load_job_document
 from draftgen.spec.server import KVCacheDtype
 
+from .figures import PlanInputs
 from .kvcache import MemoryInputError, parse_start_log
 from .modelconfig import ModelConfigError, load_model_config
-from .planner import PlanInputs, build_plan
+from .planner import build_plan
 from .report import render_json, render_text
 
 
@@ -32,71 +34,78 @@ def _positive(kind):
     return parse
 
 
+MEASURED = "one observed start (replaces the estimate)"
+
+# flag, parser, metavar, help, argument group (None: the main one). Each dest is the name of a
+# PlanInputs field; `_AS_GIVEN` are the ones it takes unchanged.
+_OPTIONS: tuple[tuple[str, Callable[[str], Any], str, str, str | None], ...] = (
+    (
+        "--model-config",
+        Path,
+        "PATH",
+        "the model's config.json (or its directory); default: spec.model.configPath, else "
+        "config.json in the weights",
+        None,
+    ),
+    ("--gpu-memory-gib", _positive(float), "N", "memory of one GPU in GiB, for the estimate", None),
+    (
+        "--free-before-load-gib",
+        _positive(float),
+        "X",
+        "`Load weight begin. avail mem=X GB` (minimum over ranks)",
+        MEASURED,
+    ),
+    (
+        "--free-after-load-gib",
+        _positive(float),
+        "Y",
+        "`Load weight end. ... avail mem=Y GB` (minimum over ranks)",
+        MEASURED,
+    ),
+    ("--from-log", Path, "FILE", "an SGLang startup log; its memory lines are read", MEASURED),
+    (
+        "--decode-tokens-per-second",
+        _positive(float),
+        "S",
+        "decode speed of one request with the server full",
+        None,
+    ),
+    ("--mean-prompt-tokens", _positive(int), "N", "mean prompt length for every dataset", None),
+    (
+        "--mean-completion-tokens",
+        _positive(int),
+        "N",
+        "mean completion length for every dataset",
+        None,
+    ),
+    (
+        "--measured-throughput",
+        _positive(float),
+        "T",
+        "observed completion tokens/s: ETA from it, and compared to the bound",
+        None,
+    ),
+    ("--mem-fraction-static", float, "F", "plan for this fraction instead of the job's", None),
+)
+_AS_GIVEN = (
+    "gpu_memory_gib",
+    "free_before_load_gib",
+    "free_after_load_gib",
+    "decode_tokens_per_second",
+    "mean_prompt_tokens",
+    "mean_completion_tokens",
+    "measured_throughput",
+    "mem_fraction_static",
+    "kv_cache_dtype",
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_job_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
-    parser.add_argument(
-        "--model-config",
-        type=Path,
-        metavar="PATH",
-        help="the model's config.json (or its directory); default: "
-        "spec.model.configPath, else config.json in the weights",
-    )
-    parser.add_argument(
-        "--gpu-memory-gib",
-        type=_positive(float),
-        metavar="N",
-        help="memory of one GPU in GiB, for the estimate",
-    )
-    measured = parser.add_argument_group("one observed start (replaces the estimate)")
-    measured.add_argument(
-        "--free-before-load-gib",
-        type=_positive(float),
-        metavar="X",
-        help="`Load weight begin. avail mem=X GB` (minimum over ranks)",
-    )
-    measured.add_argument(
-        "--free-after-load-gib",
-        type=_positive(float),
-        metavar="Y",
-        help="`Load weight end. ... avail mem=Y GB` (minimum over ranks)",
-    )
-    measured.add_argument(
-        "--from-log",
-        type=Path,
-        metavar="FILE",
-        help="an SGLang startup log; its memory lines are read",
-    )
-    parser.add_argument(
-        "--decode-tokens-per-second",
-        type=_positive(float),
-        metavar="S",
-        help="decode speed of one request with the server full",
-    )
-    parser.add_argument(
-        "--mean-prompt-tokens",
-        type=_positive(int),
-        metavar="N",
-        help="mean prompt length for every dataset",
-    )
-    parser.add_argument(
-        "--mean-completion-tokens",
-        type=_positive(int),
-        metavar="N",
-        help="mean completion length for every dataset",
-    )
-    parser.add_argument(
-        "--measured-throughput",
-        type=_positive(float),
-        metavar="T",
-        help="observed completion tokens/s: ETA from it, and compared to the bound",
-    )
-    parser.add_argument(
-        "--mem-fraction-static",
-        type=float,
-        metavar="F",
-        help="plan for this fraction instead of the job's",
-    )
+    groups = {None: parser, MEASURED: parser.add_argument_group(MEASURED)}
+    for flag, parse, metavar, text, group in _OPTIONS:
+        groups[group].add_argument(flag, type=parse, metavar=metavar, help=text)
     parser.add_argument(
         "--kv-cache-dtype",
         choices=get_args(KVCacheDtype),
@@ -127,16 +136,8 @@ def run(args: argparse.Namespace) -> int:
         inputs = PlanInputs(
             base_dir=document.base_dir,
             model_config=load_model_config(args.model_config) if args.model_config else None,
-            gpu_memory_gib=args.gpu_memory_gib,
-            free_before_load_gib=args.free_before_load_gib,
-            free_after_load_gib=args.free_after_load_gib,
             start_log=parse_start_log(_read(args.from_log)) if args.from_log else None,
-            decode_tokens_per_second=args.decode_tokens_per_second,
-            mean_prompt_tokens=args.mean_prompt_tokens,
-            mean_completion_tokens=args.mean_completion_tokens,
-            measured_throughput=args.measured_throughput,
-            mem_fraction_static=args.mem_fraction_static,
-            kv_cache_dtype=args.kv_cache_dtype,
+            **{name: getattr(args, name) for name in _AS_GIVEN},
         )
         plan = build_plan(job, inputs)
     except (ModelConfigError, MemoryInputError, OSError) as err:

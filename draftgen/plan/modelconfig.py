@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -122,13 +123,13 @@ def parse_model_config(data: Any, source: str = CONFIG_NAME) -> ModelConfig:
     architecture = str(architectures[0])
     num_layers = _int(cfg, "num_hidden_layers", source)
     dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or data.get("torch_dtype") or "bfloat16")
+    # The fields every attention kind has; each branch adds its own.
+    config = partial(
+        ModelConfig, source=source, architecture=architecture, num_layers=num_layers, dtype=dtype
+    )
     if cfg.get("kv_lora_rank"):
-        return ModelConfig(
-            source=source,
-            architecture=architecture,
+        return config(
             attention="mla",
-            num_layers=num_layers,
-            dtype=dtype,
             kv_lora_rank=_int(cfg, "kv_lora_rank", source),
             qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", source),
             num_heads=_int(cfg, "num_attention_heads", source)
@@ -138,12 +139,8 @@ def parse_model_config(data: Any, source: str = CONFIG_NAME) -> ModelConfig:
     heads = _int(cfg, "num_attention_heads", source)
     kv_heads = cfg.get("num_key_value_heads") or heads
     head_dim = cfg.get("head_dim") or _int(cfg, "hidden_size", source) // heads
-    return ModelConfig(
-        source=source,
-        architecture=architecture,
+    return config(
         attention="mha",
-        num_layers=num_layers,
-        dtype=dtype,
         num_heads=heads,
         num_kv_heads=int(kv_heads),
         head_dim=int(head_dim),

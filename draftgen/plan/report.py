@@ -8,9 +8,10 @@ from typing import Any
 
 from draftgen.contract.sglang_scheduler import new_token_ratio_range
 
+from .capacity import other_kv_dtype
 from .eta import format_duration
+from .figures import Plan
 from .kvcache import GiB
-from .planner import Plan
 
 
 def _n(value: float | None, digits: int = 0) -> str:
@@ -75,7 +76,7 @@ def _capacity(plan: Plan) -> list[str]:
     if plan.log_check:
         out.append(f"  check:  {plan.log_check}")
     if plan.what_if:
-        lossy = "fp8_e4m3" if plan.kv_cache_dtype not in ("fp8_e4m3", "fp8_e5m2") else "bf16"
+        lossy = other_kv_dtype(plan.kv_cache_dtype)
         out.append("")
         out.append(
             f"  {'memFractionStatic':>17}  {plan.kv_cache_dtype + ' tokens':>13}  "
@@ -137,36 +138,35 @@ def _concurrency(plan: Plan) -> list[str]:
     return out
 
 
-def _host(plan: Plan) -> list[str]:
-    out = ["Host memory (hierarchical cache)"]
+def _optional(title: str, body: list[str] | None, absent: str) -> list[str]:
+    """A section whose figures may not exist: `absent` says why when `body` is None."""
+    return [title, *(body if body is not None else [f"  {absent}"])]
+
+
+def _host(plan: Plan) -> list[str] | None:
     hm = plan.host_memory
     if hm is None:
-        out.append("  hierarchical cache off: nothing to check")
-        return out
+        return None
     verdict = "fits" if hm.ok else "DOES NOT FIT"
     per_node = " on each node" if plan.nodes_per_replica > 1 else ""
-    out.append(f"  {hm.arithmetic}{per_node}: {verdict}")
-    out.append(
+    return [
+        f"  {hm.arithmetic}{per_node}: {verdict}",
         f"  largest safe size: {hm.max_safe_gb_per_rank} GB per rank "
-        "(--hicache-size is per tensor-parallel rank)"
-    )
-    out.append("  it helps prefix reuse only; it adds no decode slots")
-    return out
+        "(--hicache-size is per tensor-parallel rank)",
+        "  it helps prefix reuse only; it adds no decode slots",
+    ]
 
 
-def _headroom(plan: Plan) -> list[str]:
-    out = ["Headroom (GPU memory per rank after the KV pool)"]
+def _headroom(plan: Plan) -> list[str] | None:
     h = plan.headroom
     if h is None:
-        out.append("  not computed (needs the KV capacity)")
-        return out
+        return None
     status = "THIN" if h.thin else "ok"
-    out.append(
+    return [
         f"  {h.after_pool_gib:.2f} GiB after the pool − {h.cuda_graph_gib:.2f} GiB CUDA graphs "
         f"({h.cuda_graph_source}) = {h.after_graphs_gib:.2f} GiB for prefill activations "
         f"(warn below {h.min_headroom_gib:.2f}): {status}"
-    )
-    return out
+    ]
 
 
 def _eta(plan: Plan) -> list[str]:
@@ -212,8 +212,16 @@ def render_text(plan: Plan) -> str:
         [header],
         _capacity(plan),
         _concurrency(plan),
-        _host(plan),
-        _headroom(plan),
+        _optional(
+            "Host memory (hierarchical cache)",
+            _host(plan),
+            "hierarchical cache off: nothing to check",
+        ),
+        _optional(
+            "Headroom (GPU memory per rank after the KV pool)",
+            _headroom(plan),
+            "not computed (needs the KV capacity)",
+        ),
         _eta(plan),
     ]
     if plan.warnings:

@@ -7,7 +7,7 @@ Part of the spec (its validation is the rule's first user); the planner imports 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 
 def host_budget_gb(host_memory_gb: int, model_load_gb: int, margin_gb: int) -> int:
@@ -62,15 +62,6 @@ class HostMemoryCheck:
             f"hierarchicalCache.sizeGBPerRank: {self.arithmetic}; the size is per rank, not in "
             f"total: set sizeGBPerRank to at most {self.max_safe_gb_per_rank}"
         )
-
-    def as_dict(self) -> dict:
-        return {
-            **asdict(self),
-            "total_gb": self.total_gb,
-            "budget_gb": self.budget_gb,
-            "max_safe_gb_per_rank": self.max_safe_gb_per_rank,
-            "ok": self.ok,
-        }
 
 
 def check_host_memory(

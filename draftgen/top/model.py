@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from draftgen.contract.saturation import LoadPoint, Verdict, verdict
-from draftgen.plan.eta import remaining_completion_tokens
+from draftgen.dataset_figures import DatasetFigures, job_eta
 
 RATE_WINDOW_SECONDS = 60.0
 """Tokens/s are measured over the last minute of snapshots (as the generator's own gauge)."""
@@ -45,42 +45,18 @@ class DatasetReading:
     exhausted: bool | None = None
     """Every input row used (None: the source does not say)."""
 
-    def limit_met(self) -> bool:
-        b = self.budget
-        return (
-            (b.completion_tokens is not None and self.completion_tokens >= b.completion_tokens)
-            or (
-                b.total_tokens is not None
-                and self.prompt_tokens + self.completion_tokens >= b.total_tokens
-            )
-            or (b.max_samples is not None and self.samples >= b.max_samples)
+    def figures(self) -> DatasetFigures:
+        """The figures the generator's progress and `draftgen stats` show, figured alike."""
+        return DatasetFigures(
+            self.budget, self.samples, self.prompt_tokens, self.completion_tokens, self.done
         )
+
+    def limit_met(self) -> bool:
+        return self.figures().limit_met() is not None
 
     def fraction(self) -> float | None:
         """Progress towards the nearest limit, 0–1 (None without a budget)."""
-        b = self.budget
-        parts = []
-        if b.completion_tokens:
-            parts.append(self.completion_tokens / b.completion_tokens)
-        if b.total_tokens:
-            parts.append((self.prompt_tokens + self.completion_tokens) / b.total_tokens)
-        if b.max_samples:
-            parts.append(self.samples / b.max_samples)
-        return min(1.0, max(parts)) if parts else None
-
-    def remaining(self) -> float | None:
-        """Completion tokens still to come, by the planner's rule (None: unknown)."""
-        if self.done:
-            return 0.0
-        b, n = self.budget, self.samples
-        return remaining_completion_tokens(
-            b.completion_tokens,
-            b.total_tokens,
-            b.max_samples,
-            self.prompt_tokens / n if n else None,
-            self.completion_tokens / n if n else None,
-            self.completion_tokens,
-        )
+        return self.figures().fraction_done()
 
 
 @dataclass(frozen=True)
@@ -264,9 +240,9 @@ def build_view(history: Sequence[Snapshot]) -> View:
     rows = []
     for d in snap.datasets:
         rate = _rate_of(history, d.name)
-        left = d.remaining()
-        finished = d.done or d.limit_met()
-        eta = 0.0 if finished else (left / rate if left is not None and rate else None)
+        figures = d.figures()
+        finished = figures.finished
+        eta = figures.eta(rate)
         rows.append(
             DatasetRow(
                 name=d.name,
@@ -332,12 +308,4 @@ def _job_eta(snap: Snapshot, rate: float | None, done: bool) -> float | None:
         return 0.0
     if snap.eta_seconds:  # the generator's gauge reads 0 until it knows a rate
         return snap.eta_seconds
-    if not rate:
-        return None
-    left = 0.0
-    for d in snap.datasets:
-        r = d.remaining()
-        if r is None:
-            return None
-        left += r
-    return left / rate
+    return job_eta((d.figures() for d in snap.datasets), rate)

@@ -5,21 +5,14 @@ for counts)."""
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from draftgen.contract import metrics as names
 from draftgen.contract import saturation
+from draftgen.contract.metrics import PageError
 
 from .model import Budget, DatasetReading, ServerReading
-
-
-class PageError(ValueError):
-    """A page that is not a Prometheus text page."""
 
 
 def _int(value: Any) -> int | None:
@@ -28,7 +21,7 @@ def _int(value: Any) -> int | None:
 
 @dataclass
 class GeneratorPage:
-    """What the generator's `/metrics` page says."""
+    """What the generator's `/metrics` page says, as top's readings."""
 
     datasets: list[DatasetReading] = field(default_factory=list)
     """In the page's order, which is the order the generator opened them: spec order."""
@@ -41,75 +34,30 @@ class GeneratorPage:
     """draftgen_* samples on the page (0: the page has none of the generator's series)."""
 
 
-def _families(text: str):
-    try:
-        return list(text_string_to_metric_families(text))
-    except (ValueError, TypeError, IndexError) as err:
-        raise PageError(f"not a Prometheus text page: {err}") from None
+def _reading(d: names.DatasetSeries) -> DatasetReading:
+    counts = asdict(d)  # the same field names: a renamed one fails here, loudly
+    budget = counts.pop("budget_completion_tokens")
+    return DatasetReading(**counts, budget=Budget(completion_tokens=budget))
 
 
 def parse_generator_page(text: str) -> GeneratorPage:
-    order: dict[str, None] = {}
-    counts: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    budget: dict[str, int] = {}
-    done: dict[str, bool] = {}
-    page = GeneratorPage()
-    servers: dict[str, None] = {}
-    for family in _families(text):
-        for s in family.samples:
-            if not s.name.startswith("draftgen_"):
-                continue
-            page.series += 1
-            ds = s.labels.get(names.DATASET)
-            if ds:
-                order.setdefault(ds, None)
-            if s.name == names.SAMPLES.name and ds:
-                counts[ds]["samples"] += s.value
-                if s.labels.get(names.FINISH_REASON) == "length":
-                    counts[ds]["truncated"] += s.value
-            elif s.name == names.COMPLETION_TOKENS.name and ds:
-                counts[ds]["completion"] += s.value
-            elif s.name == names.PROMPT_TOKENS.name and ds:
-                counts[ds]["prompt"] += s.value
-            elif s.name == names.REJECTS.name and ds:
-                counts[ds]["rejects"] += s.value
-            elif s.name == names.BUDGET.name and ds:
-                budget[ds] = int(s.value)
-            elif s.name == names.DATASET_DONE.name and ds:
-                done[ds] = s.value >= 1
-            elif s.name == names.REQUESTS_IN_FLIGHT.name:
-                server = s.labels.get(names.SERVER)
-                if server:
-                    servers.setdefault(server, None)
-            elif s.name == names.COMPLETION_TOKENS_PER_SECOND.name:
-                page.throughput = s.value if math.isfinite(s.value) else None
-            elif s.name == names.ETA.name:
-                page.eta_seconds = s.value if math.isfinite(s.value) else None
-            elif s.name == names.JOB_DONE.name:
-                page.job_done = s.value >= 1
-    for name in order:
-        c = counts[name]
-        page.datasets.append(
-            DatasetReading(
-                name=name,
-                samples=int(c["samples"]),
-                prompt_tokens=int(c["prompt"]),
-                completion_tokens=int(c["completion"]),
-                truncated=int(c["truncated"]),
-                rejects=int(c["rejects"]),
-                budget=Budget(completion_tokens=budget.get(name)),
-                done=done.get(name, False),
-            )
-        )
-    page.servers = list(servers)
-    return page
+    """The page as the contract's parser reads it (draftgen/contract/metrics.py)."""
+    page = names.read_generator_page(text)
+    return GeneratorPage(
+        [_reading(d) for d in page.datasets],
+        list(page.servers),
+        page.throughput,
+        page.eta_seconds,
+        page.job_done,
+        page.series,
+    )
 
 
 def parse_server_page(text: str, name: str) -> ServerReading:
     """An SGLang `/metrics` page; a gauge with several label sets (ranks) keeps its largest value,
     the binding one, as the generator's admission reads it."""
     values: dict[str, float] = {}
-    for family in _families(text):
+    for family in names.families(text):
         for s in family.samples:
             if s.name in (saturation.TOKEN_USAGE, saturation.QUEUE, saturation.RUNNING):
                 values[s.name] = max(values.get(s.name, s.value), s.value)

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import httpx
 
 from draftgen.contract.layout import job_manifest
+from draftgen.contract.metrics import PageError
 
 from . import readings
 from .model import ServerReading, Snapshot
@@ -45,7 +46,7 @@ def _server_page(client: httpx.Client, url: str) -> ServerReading:
         return readings.parse_server_page(rsp.text, url)
     except httpx.HTTPError as err:
         return ServerReading(url, error=f"{type(err).__name__}: {err}"[:200])
-    except readings.PageError as err:
+    except PageError as err:
         return ServerReading(url, error=str(err)[:200])
 
 
@@ -105,7 +106,7 @@ class MetricsSource:
             page = readings.parse_generator_page(rsp.text)
         except httpx.HTTPError as err:
             return Snapshot(self.url, now, error=f"{type(err).__name__}: {err}"[:300])
-        except readings.PageError as err:
+        except PageError as err:
             return Snapshot(self.url, now, error=str(err))
         if not page.series:
             return Snapshot(self.url, now, error="the page has no draftgen_* series")
@@ -214,7 +215,7 @@ class ClusterSource:
         pod = pods[0]["metadata"]["name"]
         try:
             return readings.parse_generator_page(self._proxy(pod, int(port), "metrics"))
-        except (KubeError, readings.PageError) as err:
+        except (KubeError, PageError) as err:
             notes.append(f"generator metrics via the pod proxy ({pod}:{port}): {err}"[:240])
             return None
 
@@ -235,7 +236,7 @@ class ClusterSource:
             label = f"replica {replica} ({name})" if replica is not None else name
             try:
                 got = readings.parse_server_page(self._proxy(name, int(port), "metrics"), label)
-            except (KubeError, readings.PageError) as err:
+            except (KubeError, PageError) as err:
                 got = ServerReading(label, error=str(err)[:200])
             out.append(got)
         return out

@@ -140,3 +140,36 @@ def test_docs_metrics_md_is_generated_from_the_definitions() -> None:
         assert f"| `{m.name}` |" in current
     for r in metrics.RejectReason:
         assert f"`{r.value}`" in current
+
+
+def test_the_one_parser_reads_back_what_the_generators_registry_serves() -> None:
+    """The parser both sides call, on the page the generator's own registry renders: every
+    figure it reads is non-zero here, so a renamed metric or label reads as a wrong figure."""
+    m = GeneratorMetrics(LABELS)
+    code = Ledger("code", Budget(completion_tokens=100))
+    code.add(40, 70, "stop")
+    code.add(30, 50, "length")
+    code.add_reject("bad_tools")
+    chat = Ledger("chat", Budget(max_samples=5))  # no completion-token budget
+    chat.add(3, 4, "stop")
+    for ledger in (code, chat):  # the generator's order, not the alphabet's
+        m.start_from(ledger)
+    m.requests_in_flight.labels("http://s0:30000").set(2)
+    m.completion_tokens_per_second.set(12.5)
+    m.eta.set(float("inf"))
+    m.job_done.set(1)
+    page = metrics.read_generator_page(generate_latest(m.registry).decode())
+    assert page.datasets == (
+        metrics.DatasetSeries("code", 2, 1, 70, 120, 1, 100, True),
+        metrics.DatasetSeries("chat", 1, 0, 3, 4, 0, None, False),
+    )
+    assert page.servers == ("http://s0:30000",)
+    assert (page.throughput, page.eta_seconds, page.job_done) == (12.5, None, True)
+    assert page.series == len(_page(m))
+
+
+def test_the_parser_reads_only_the_generators_series_and_refuses_a_non_page() -> None:
+    page = metrics.read_generator_page('# TYPE x gauge\nx{dataset="code"} 1\n')
+    assert page == metrics.GeneratorPage()  # no job gauges either: job_done unknown, not False
+    with pytest.raises(metrics.PageError):
+        metrics.read_generator_page("{not prometheus")

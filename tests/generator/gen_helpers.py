@@ -122,28 +122,17 @@ def write_prompt_job(
 
 def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
     """Run the job in this process (the real input side, the real server); the Runner."""
-    from draftgen.generator.inputs import iter_samples, open_tokenizer
+    from draftgen.generator.inputs import open_tokenizer, sample_source
     from draftgen.generator.run import Runner, Settings
     from draftgen.spec import load_job
 
     job = load_job(job_path)
     base = job_path.parent
     with open_tokenizer(job, base, workers=0) as ctx:
-
-        def source(ds, skip, max_prompt):
-            return iter_samples(
-                job,
-                ds,
-                base_dir=base,
-                tokenizer_ctx=ctx,
-                skip_ids=skip,
-                max_prompt_tokens=max_prompt,
-            )
-
         runner = Runner(
             job,
             Settings(servers=[url], output=output, live_progress=False, **settings),
-            source,
+            sample_source(job, base, ctx),
             ctx.tokenizer,
         )
         asyncio.run(runner.run())

@@ -8,13 +8,8 @@ import logging
 
 from draftgen.contract.generator_cli import Flag
 from draftgen.generator.budget import Ledger
-from draftgen.generator.progress import (
-    JsonFormatter,
-    Progress,
-    ServerFigures,
-    server_figures,
-    text_block,
-)
+from draftgen.generator.logs import JsonFormatter
+from draftgen.generator.progress import Progress, ServerFigures, server_figures, text_block
 from draftgen.spec import Budget
 
 

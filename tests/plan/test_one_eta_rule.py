@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from draftgen.generator.budget import Ledger
-from draftgen.generator.progress import eta_seconds, remaining_tokens
+from draftgen.generator.rate import eta_seconds, remaining_tokens
 from draftgen.plan.concurrency import DatasetLengths
 from draftgen.plan.eta import dataset_work
 from draftgen.spec import Budget
