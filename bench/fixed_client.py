@@ -20,6 +20,12 @@ import httpx
 class Request:
     input_ids: list[int]
     max_new_tokens: int
+    sampling: dict | None = None
+    """This request's own sampling parameters (e.g. another client's exact ones, seed included),
+    over the run's."""
+    tag: str = ""
+    """Its timing's `dataset` instead of the list's name (requests of several datasets in one
+    interleaved list)."""
 
 
 @dataclass
@@ -28,6 +34,8 @@ class Timing:
     sent: float
     done: float
     completion_tokens: int
+    retractions: int = 0
+    """`meta_info.num_retractions`: times the server retracted this request."""
 
 
 @dataclass
@@ -87,15 +95,18 @@ async def run_fixed(
                                     "temperature": temperature,
                                     "ignore_eos": ignore_eos,
                                     **(sampling or {}),
+                                    **(r.sampling or {}),
                                 },
                             },
                         )
                         rsp.raise_for_status()
-                        n = len(rsp.json()["output_ids"])
+                        body = rsp.json()
+                        n = len(body["output_ids"])
+                        retracted = int(body.get("meta_info", {}).get("num_retractions") or 0)
                     except (httpx.HTTPError, KeyError, ValueError):
                         result.errors += 1
                         continue
-                    result.timings.append(Timing(name, sent, time.time(), n))
+                    result.timings.append(Timing(r.tag or name, sent, time.time(), n, retracted))
 
             await asyncio.gather(*(worker() for _ in range(concurrency)))
     return result

@@ -23,6 +23,7 @@ ORDER = [
     "resume_cost",
     "operator_reconcile",
     "saturation",
+    "saturation_real",
 ]
 SCRIPTS = {
     "vs_standard_client": "vs_standard_client.py",
@@ -32,6 +33,7 @@ SCRIPTS = {
     "resume_cost": "resume_cost.py",
     "operator_reconcile": "operator_reconcile.py",
     "saturation": "saturation.py",
+    "saturation_real": "saturation_real.py",
 }
 VERDICT = {True: "met", False: "**not met**", None: "not measured"}
 

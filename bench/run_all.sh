@@ -10,7 +10,7 @@ rm -rf .cache/bench/results
 mkdir -p .cache/bench/results
 start=$(date +%s)
 failed=()
-for bench in vs_standard_client budget_precision client_cost pretokenize_rate resume_cost operator_reconcile saturation; do
+for bench in vs_standard_client budget_precision client_cost pretokenize_rate resume_cost operator_reconcile saturation saturation_real; do
   echo
   echo "######## bench/$bench.py"
   t0=$(date +%s)

@@ -24,6 +24,12 @@ from statistics import NormalDist
 
 import numpy as np
 
+from draftgen.contract.sglang_scheduler import (
+    CLIP_MAX_NEW_TOKENS,
+    DEFAULT_SCHEDULE_CONSERVATIVENESS,
+    new_token_ratio_range,
+)
+
 # Observations before the dataset's own lengths replace the prior (maxNewTokens).
 MIN_OBSERVATIONS = 8
 # Lengths remembered per dataset for the empirical distribution.
@@ -230,11 +236,22 @@ class ServerView:
     token_usage: float | None = None
     """Live `sglang:token_usage` (0–1)."""
     healthy: bool = True
+    new_token_ratio: float | None = None
+    """Live `sglang:new_token_ratio`: the share of each running request's remaining tokens the
+    server reserves before it admits another."""
     held: np.ndarray | None = field(default=None, compare=False)
-    """KV tokens each of this generator's requests on it holds by now (prompt + generated);
-    None: unknown (admission then uses the token cap alone)."""
+    """KV tokens each of this generator's requests on it holds by now (prompt + generated),
+    oldest sent first; None: unknown (admission then uses the token cap alone)."""
     remaining: np.ndarray | None = field(default=None, compare=False)
     """Expected completion tokens each of them has still to generate (same order)."""
+    freed: float = 0.0
+    """KV tokens this generator's requests that ended since the last reading held."""
+    landed: int = 0
+    """How many of them (the server was running them at that reading)."""
+    prompts: np.ndarray | None = field(default=None, compare=False)
+    """Their prompt tokens (same order)."""
+    max_new: np.ndarray | None = field(default=None, compare=False)
+    """Their `max_new_tokens` (same order)."""
 
 
 # The predicted peak may reach this multiple of the pool. It is a peak of expectations made
@@ -271,6 +288,85 @@ def expected_remaining(mean: float, limit: int, produced: np.ndarray) -> np.ndar
     return np.maximum(1.0, np.minimum(left, limit - produced))
 
 
+# SGLang 0.5's own admission (schedule_policy.py `add_one_req`, mem_cache/prefill_budget.py):
+# a request leaves its FCFS queue only when prompt + min(max_new_tokens, CLIP_MAX_NEW) + a page
+# fits in the free pool less new_token_ratio × min(max_new − generated, CLIP_MAX_NEW) for every
+# running request; a queue head that does not fit holds back everything behind it.
+CLIP_MAX_NEW = CLIP_MAX_NEW_TOKENS
+"""No request is charged more than this for its output."""
+# The server's reservation ratio after a start or an idle spell (used when it reports none):
+# the most it reserves at its default conservativeness.
+INIT_NEW_TOKEN_RATIO = new_token_ratio_range(DEFAULT_SCHEDULE_CONSERVATIVENESS)[0]
+
+
+def server_charge(prompt: float, max_new: float) -> float:
+    """KV tokens the server must find free before it starts a request (page size 1)."""
+    return prompt + min(max_new, CLIP_MAX_NEW) + 1
+
+
+def admission_room(view: ServerView) -> float | None:
+    """KV tokens the server's own admission has free for one more request: its free pool (last
+    reading, plus what requests that ended since then held) less what it reserves for the
+    running requests and what the ones waiting before it will take. This generator's requests, oldest first, are taken as the server's running
+    ones (as many as it reported), the rest as its FCFS queue. None: no live reading."""
+    if (
+        view.token_usage is None
+        or view.running is None
+        or view.held is None
+        or view.prompts is None
+        or view.max_new is None
+    ):
+        return None
+    ratio = INIT_NEW_TOKEN_RATIO if view.new_token_ratio is None else view.new_token_ratio
+    k = min(len(view.prompts), max(0, round(view.running) - view.landed))
+    made = view.held - view.prompts
+    left = np.clip(np.minimum(view.max_new[:k] - made[:k], CLIP_MAX_NEW), 0, None)
+    waiting = sum(server_charge(p, m) for p, m in zip(view.prompts[k:], view.max_new[k:]))
+    free = view.kv_tokens * (1.0 - view.token_usage) + view.freed
+    return free - ratio * float(left.sum()) - waiting
+
+
+def fits_room(view: ServerView, prompt: float, max_new: float) -> bool | None:
+    """Whether the server would start this request at once (None: unknown)."""
+    room = admission_room(view)
+    return None if room is None else server_charge(prompt, max_new) <= room
+
+
+def fits_any_room(views: Sequence[ServerView], prompt: float, max_new: float) -> bool | None:
+    """Whether some healthy server would start this request at once (None: no server says)."""
+    answers = [fits_room(v, prompt, max_new) for v in views if v.healthy]
+    if any(answers):
+        return True
+    return False if answers and all(a is False for a in answers) else None
+
+
+# A ready sample that does not fit the server's room may be passed over by this many samples
+# of other datasets that do; then it goes first whatever it costs (FIFO would send it at once).
+PASS_LIMIT = 6
+
+
+def send_order(
+    in_flight: Sequence[int],
+    fits: Sequence[bool | None],
+    passed: Sequence[int],
+    charge: Sequence[float],
+) -> list[int]:
+    """In which order the datasets' ready samples are offered to the servers: one passed over
+    PASS_LIMIT times first, then the ones that fit a server's room, then the others; within each,
+    the dataset with the fewest requests in flight first (none starves, none drains) — except
+    among those that do not fit, where the smallest `charge` (`server_charge`) goes first: it is
+    the one the server will start soonest."""
+
+    def rank(i: int) -> tuple[int, float, int]:
+        if passed[i] >= PASS_LIMIT:
+            return 0, 0.0, in_flight[i]
+        if fits[i] is False:
+            return 2, charge[i], in_flight[i]
+        return 1, 0.0, in_flight[i]
+
+    return sorted(range(len(in_flight)), key=rank)
+
+
 def queued_estimate(view: ServerView) -> float | None:
     """Requests waiting on the server: its last reading, or more when this generator has sent
     more than the server was running then (sent since the reading: they wait too)."""
@@ -287,9 +383,10 @@ def server_admits(
     max_requests: int | None,
     tokens_factor: float,
     prompt: float | None = None,
+    max_new: float | None = None,
 ) -> bool:
     """Whether `view` may take one more request of `tokens` predicted tokens (`prompt` of them
-    known: the prompt; the rest its expected completion)."""
+    known: the prompt; the rest its expected completion; `max_new`: its maxNewTokens)."""
     if not view.healthy:
         return False
     if max_requests is not None and view.in_flight >= max_requests:
@@ -312,6 +409,8 @@ def server_admits(
             return False  # it would be retracted, or push another out, before it ends
     queued = queued_estimate(view)
     if queued is not None and queued >= queue_target(view.running):
+        if prompt is not None and max_new is not None and fits_room(view, prompt, max_new):
+            return True  # the server starts it at once (its last reading is already stale)
         # Enough waiting to refill the slots that free; more would only wait. A server that
         # had no queue at its last reading admits at once: let the ramp double per reading.
         return view.queue == 0 and queued < max(queue_target(view.running), view.running or 0)
@@ -326,6 +425,7 @@ def pick_server(
     max_requests: int | None,
     tokens_factor: float,
     prompt: float | None = None,
+    max_new: float | None = None,
 ) -> int | None:
     """The least-loaded server that admits the request (by share of its KV pool reserved),
     or None when none has room."""
@@ -338,6 +438,7 @@ def pick_server(
             max_requests=max_requests,
             tokens_factor=tokens_factor,
             prompt=prompt,
+            max_new=max_new,
         ):
             continue
         load = (view.in_flight_tokens + (view.queue or 0) * tokens) / max(view.kv_tokens, 1)

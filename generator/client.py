@@ -100,6 +100,8 @@ class ServerLoad:
     """KV pool in use, 0–1."""
     max_total_num_tokens: float | None = None
     gen_throughput: float = 0.0
+    new_token_ratio: float | None = None
+    """What the server reserves of each running request's remaining tokens (admission)."""
     at: float = 0.0
     """`time.monotonic()` when read."""
 
@@ -149,6 +151,7 @@ def load_from_metrics(values: dict[str, float], at: float) -> ServerLoad:
         token_usage=values.get("token_usage", 0.0),
         max_total_num_tokens=values.get("max_total_num_tokens"),
         gen_throughput=values.get("gen_throughput", 0.0),
+        new_token_ratio=values.get("new_token_ratio"),
         at=at,
     )
 

@@ -22,7 +22,14 @@ import httpx
 
 from draftgen.spec import DatasetSpec, GenerationJob
 
-from .admission import pick_server, progress_speed
+from .admission import (
+    PASS_LIMIT,
+    fits_any_room,
+    pick_server,
+    progress_speed,
+    send_order,
+    server_charge,
+)
 from .attempts import attempt
 from .budget import Ledger
 from .client import Generation, sampling_params
@@ -121,6 +128,11 @@ class Runner:
         self.servers = self.fleet.servers
         self.datasets: list[Dataset] = []
         self._rates: deque[float] = deque(maxlen=256)
+        self._ended: dict[int, deque[tuple[float, float]]] = {}
+        """Per server (`id`): when each of our requests on it ended, and the KV tokens it held
+        (what its next `/metrics` reading will show freed)."""
+        self._passed: dict[str, int] = {}
+        """Per dataset: samples of others sent while its ready one waited (see `send_order`)."""
         self._fatal: BaseException | None = None
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -175,41 +187,80 @@ class Runner:
         self.metrics.rejects.labels(ds.name, r.reason).inc()
 
     def _admit(self) -> None:
-        """Start every request the budgets and the servers have room for, datasets taking turns
-        (the one with the fewest requests in flight first) so none starves and none drains."""
+        """Start every request the budgets and the servers have room for. The datasets' ready
+        samples are offered in `send_order`: on a KV-bound server one that fits what its
+        admission has free goes before one that would wait at the head of its FCFS queue and
+        hold back everything behind it (at most PASS_LIMIT times); otherwise the dataset with
+        the fewest requests in flight first, so none starves and none drains."""
         conc = self.gen.concurrency
-        while not self._stopping:
-            started = False
-            now = time.monotonic()
-            active = [d for d in self.datasets if not d.ledger.done]
-            active.sort(key=lambda d: len(d.flights))
-            for ds in active:
-                sample = self._next_sample(ds)
-                if sample is None:
-                    continue
-                if not budget_admits_sample(ds, sample, progress_speed(self._rates), now):
-                    if not ds.flights:
-                        ds.ledger.closed = True  # less than one likely sample left
-                        self._dataset_finished(ds)
-                    continue
+        now = time.monotonic()
+        speed = progress_speed(self._rates)
+        ready = [
+            (ds, sample)
+            for ds in self.datasets
+            if not ds.ledger.done and (sample := self._ready(ds, speed, now)) is not None
+        ]
+        while ready and not self._stopping:
+            views = (
+                server_views(self.servers, self.datasets, speed, now, self._ended)
+                if conc.mode == "auto"
+                else [s.view(now) for s in self.servers]
+            )
+            fits = [
+                fits_any_room(views, len(s.input_ids), ds.sampling.max_new_tokens)
+                if conc.mode == "auto"
+                else None
+                for ds, s in ready
+            ]
+            passed = [self._passed.get(ds.name, 0) for ds, _ in ready]
+            charge = [
+                server_charge(len(s.input_ids), ds.sampling.max_new_tokens) for ds, s in ready
+            ]
+            launched = None
+            for i in send_order([len(ds.flights) for ds, _ in ready], fits, passed, charge):
+                ds, sample = ready[i]
                 tokens = len(sample.input_ids) + ds.model.predict()
                 index = pick_server(
-                    server_views(self.servers, self.datasets, progress_speed(self._rates), now)
-                    if conc.mode == "auto"
-                    else [s.view(now) for s in self.servers],
+                    views,
                     tokens,
                     mode=conc.mode,
                     max_requests=conc.max_requests,
                     tokens_factor=conc.max_tokens_factor,
                     prompt=len(sample.input_ids),
+                    max_new=ds.sampling.max_new_tokens,
                 )
                 if index is None:
-                    return  # every server is full: wait for an answer
+                    if passed[i] >= PASS_LIMIT:
+                        return  # its turn: nothing goes before it (wait for an answer)
+                    continue  # a smaller sample of another dataset may still fit
                 ds.pending = None
                 self._launch(ds, sample, self.servers[index], tokens)
-                started = True
-            if not started:
-                return
+                self._passed[ds.name] = 0
+                for j, (other, _) in enumerate(ready):
+                    if fits[j] is False and other is not ds:  # it waits while this one goes
+                        self._passed[other.name] = passed[j] + 1
+                launched = i
+                break  # the servers' figures changed: decide again from them
+            if launched is None:
+                return  # every server is full: wait for an answer
+            ds = ready[launched][0]
+            nxt = None if ds.ledger.done else self._ready(ds, speed, time.monotonic())
+            if nxt is None:
+                del ready[launched]
+            else:
+                ready[launched] = (ds, nxt)
+
+    def _ready(self, ds: Dataset, speed: float, now: float) -> Sample | None:
+        """The dataset's next sample if its budgets can take it now (None: not now)."""
+        sample = self._next_sample(ds)
+        if sample is None:
+            return None
+        if not budget_admits_sample(ds, sample, speed, now):
+            if not ds.flights:
+                ds.ledger.closed = True  # less than one likely sample left
+                self._dataset_finished(ds)
+            return None
+        return sample
 
     def _launch(self, ds: Dataset, sample: Sample, server: Server, tokens: float) -> None:
         flight = Flight(sample=sample, server=server, tokens=tokens)
@@ -278,6 +329,9 @@ class Runner:
         ds.writer.write_record(record)  # raises DiskFull before anything is counted
         ds.state.done_ids.add(sample.id)
         completion = len(result.output_ids)
+        self._ended.setdefault(id(flight.server), deque(maxlen=1024)).append(
+            (time.monotonic(), len(sample.input_ids) + completion)
+        )
         fallback = bool(sample.info.get(TOOL_FALLBACK))
         ds.ledger.add(len(sample.input_ids), completion, result.finish_reason, fallback)
         ds.model.observe(completion)

@@ -137,6 +137,23 @@ def test_vs_standard_client_runs(sglang_server, tmp_path: Path) -> None:
     assert all(row[few] >= 0 for row in result["rows"] if row[0] != "sglang.bench_serving")
 
 
+@pytest.mark.sglang
+def test_saturation_real_runs(sglang_server, tmp_path: Path) -> None:
+    result = run_bench(
+        "saturation_real", ["--url", sglang_server.url, "--rows", "3", "--max-new", "8"], tmp_path
+    )
+    clients = [(row[0], row[1]) for row in result["rows"]]
+    assert clients == [
+        ("draftgen generate", "auto"),
+        ("draftgen generate (again)", "auto"),
+        ("fixed client", 16),
+        ("fixed client", 32),
+        ("fixed client", 64),
+    ]
+    requests = result["columns"].index("requests")
+    assert all(row[requests] == 6 for row in result["rows"])  # every client did the same work
+
+
 def test_few_in_flight_seconds_counts_only_the_thin_stretches(monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(REPO / "bench"))
     from vs_standard_runs import few_in_flight_seconds
