@@ -60,6 +60,31 @@ class Dataset:
     def name(self) -> str:
         return self.spec.name
 
+    def ran_out(self) -> bool:
+        """Its rows are all read and answered, short of its budget."""
+        return (
+            not self.ledger.done
+            and self.feed is not None
+            and self.feed.finished
+            and self.pending is None
+            and not self.flights
+        )
+
+
+async def cancel_flights(datasets: list[Dataset], timeout: float = 30.0) -> None:
+    """Abort every request in flight on its server and wait (at most `timeout`) for their tasks;
+    a request that still has not ended is cancelled."""
+    flights = [f for d in datasets for f in d.flights.values()]
+    if not flights:
+        return
+    for flight in flights:
+        flight.cancelled = True
+    await asyncio.gather(*(f.server.abort_quietly(f.rid) for f in flights))
+    tasks = [f.task for f in flights if f.task is not None]
+    _, pending = await asyncio.wait(tasks, timeout=timeout)
+    for task in pending:
+        task.cancel()
+
 
 def open_datasets(
     job: GenerationJob,

@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .admission import ServerView, budget_admits, expected_remaining, samples_admit
+from .admission import budget_admits, samples_admit
+from .capacity import ServerView, expected_remaining
 from .datasets import Dataset
 from .fleet import Server
 from .samples import Sample

@@ -15,7 +15,7 @@ import httpx
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.server_info import context_problem, model_len, parse_server_info
 
-from .admission import ServerView
+from .capacity import ServerView
 from .client import BadResponse, ServerLoad, ServerUnavailable, SGLangClient, SGLangError
 from .integrity import IntegrityError
 from .metrics import GeneratorMetrics

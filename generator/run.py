@@ -14,26 +14,16 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import httpx
 
 from draftgen.spec import DatasetSpec, GenerationJob
 
-from .admission import (
-    PASS_LIMIT,
-    fits_any_room,
-    pick_server,
-    progress_speed,
-    send_order,
-    server_charge,
-)
+from .admission import progress_speed
 from .attempts import attempt
 from .budget import Ledger
+from .capacity import Ready, next_launch
 from .client import Generation, sampling_params
-from .datasets import Dataset, Flight, open_datasets
+from .datasets import Dataset, Flight, cancel_flights, open_datasets
 from .demand import budget_admits_sample, server_views
 from .feed import Feed
 from .fleet import Fleet, RunError, Server, ServersDown
@@ -41,47 +31,13 @@ from .lock import OutputLock
 from .metrics import GeneratorMetrics, job_labels
 from .progress import Progress, RateMeter, eta_seconds, server_figures
 from .records import generation_record, reject_key, reject_record, write_manifests
+from .run_settings import SampleSource, Settings
 from .samples import TOOL_FALLBACK, Reject, Sample
 from .writer import DiskFull
 
 __all__ = ["RunError", "Runner", "SampleSource", "ServersDown", "Settings"]
 
 log = logging.getLogger("draftgen.generate")
-
-SampleSource = Callable[[DatasetSpec, frozenset, "int | None"], Iterator["Sample | Reject"]]
-"""(dataset, ids already done, longest prompt the servers accept) → samples and rejects."""
-
-
-@dataclass
-class Settings:
-    """How one `draftgen generate` run talks to its servers and shows progress."""
-
-    servers: list[str]
-    """Base URLs of the SGLang servers (replicas of the same model)."""
-    output: Path
-    """Output directory (`DIR/<dataset>/shard-*.jsonl`)."""
-    metrics_port: int | None = None
-    """Serve Prometheus metrics here (None: do not serve)."""
-    live_progress: bool | None = None
-    """Live terminal display (None: when stderr is a terminal)."""
-    log_format: str = "text"
-    """Progress in the log without a live display: `text` or `json` (one object a line)."""
-    health_timeout: float = 1800.0
-    """Longest wait for a server's `/health_generate` (at start and after each failure)."""
-    metrics_interval: float = 1.0
-    """Seconds between reads of each server's `/metrics`."""
-    manifest_interval: float = 5.0
-    """Seconds between manifest rewrites."""
-    backoff_base: float = 0.5
-    """First retry delay in seconds (doubles each attempt, at most 30 s)."""
-    transport: httpx.AsyncBaseTransport | None = None
-    """Replaces the network in tests of the client's error handling."""
-    allow_spec_change: bool = False
-    """Resume a dataset whose fingerprint changed as a new shard series instead of refusing."""
-    generationjob: str | None = None
-    """The `generationjob` label of every metric series (None: the job's metadata.name)."""
-    namespace: str | None = None
-    """The `namespace` label of every metric series (None: the job's metadata.namespace)."""
 
 
 class Runner:
@@ -206,49 +162,36 @@ class Runner:
                 if conc.mode == "auto"
                 else [s.view(now) for s in self.servers]
             )
-            fits = [
-                fits_any_room(views, len(s.input_ids), ds.sampling.max_new_tokens)
-                if conc.mode == "auto"
-                else None
+            weighed = [
+                Ready(
+                    prompt=len(s.input_ids),
+                    max_new=ds.sampling.max_new_tokens,
+                    tokens=len(s.input_ids) + ds.model.predict(),
+                    in_flight=len(ds.flights),
+                    passed=self._passed.get(ds.name, 0),
+                )
                 for ds, s in ready
             ]
-            passed = [self._passed.get(ds.name, 0) for ds, _ in ready]
-            charge = [
-                server_charge(len(s.input_ids), ds.sampling.max_new_tokens) for ds, s in ready
-            ]
-            launched = None
-            for i in send_order([len(ds.flights) for ds, _ in ready], fits, passed, charge):
-                ds, sample = ready[i]
-                tokens = len(sample.input_ids) + ds.model.predict()
-                index = pick_server(
-                    views,
-                    tokens,
-                    mode=conc.mode,
-                    max_requests=conc.max_requests,
-                    tokens_factor=conc.max_tokens_factor,
-                    prompt=len(sample.input_ids),
-                    max_new=ds.sampling.max_new_tokens,
-                )
-                if index is None:
-                    if passed[i] >= PASS_LIMIT:
-                        return  # its turn: nothing goes before it (wait for an answer)
-                    continue  # a smaller sample of another dataset may still fit
-                ds.pending = None
-                self._launch(ds, sample, self.servers[index], tokens)
-                self._passed[ds.name] = 0
-                for j, (other, _) in enumerate(ready):
-                    if fits[j] is False and other is not ds:  # it waits while this one goes
-                        self._passed[other.name] = passed[j] + 1
-                launched = i
-                break  # the servers' figures changed: decide again from them
-            if launched is None:
-                return  # every server is full: wait for an answer
-            ds = ready[launched][0]
+            launch = next_launch(
+                weighed,
+                views,
+                mode=conc.mode,
+                max_requests=conc.max_requests,
+                tokens_factor=conc.max_tokens_factor,
+            )
+            if launch is None:
+                return  # every server is full, or a sample's turn came: wait for an answer
+            ds, sample = ready[launch.position]
+            ds.pending = None
+            self._launch(ds, sample, self.servers[launch.server], weighed[launch.position].tokens)
+            self._passed[ds.name] = 0
+            for j in launch.waited:  # they wait while this one goes
+                self._passed[ready[j][0].name] = weighed[j].passed + 1
             nxt = None if ds.ledger.done else self._ready(ds, speed, time.monotonic())
             if nxt is None:
-                del ready[launched]
+                del ready[launch.position]
             else:
-                ready[launched] = (ds, nxt)
+                ready[launch.position] = (ds, nxt)
 
     def _ready(self, ds: Dataset, speed: float, now: float) -> Sample | None:
         """The dataset's next sample if its budgets can take it now (None: not now)."""
@@ -364,14 +307,8 @@ class Runner:
 
     def _check_exhausted(self) -> None:
         for ds in self.datasets:
-            if (
-                not ds.ledger.done
-                and ds.feed is not None
-                and ds.feed.finished
-                and ds.pending is None
-                and not ds.flights
-            ):
-                if ds.feed.error is not None:
+            if ds.ran_out():
+                if ds.feed is not None and ds.feed.error is not None:
                     raise ds.feed.error
                 ds.ledger.exhausted = True
                 self._dataset_finished(ds)
@@ -461,15 +398,7 @@ class Runner:
 
     async def _shutdown(self) -> None:
         self.fleet.stop_waiting()
-        flights = [(d, f) for d in self.datasets for f in d.flights.values()]
-        if flights:
-            for _, flight in flights:
-                flight.cancelled = True
-            await asyncio.gather(*(f.server.abort_quietly(f.rid) for _, f in flights))
-            tasks = [f.task for _, f in flights if f.task is not None]
-            _, pending = await asyncio.wait(tasks, timeout=30.0)
-            for task in pending:
-                task.cancel()
+        await cancel_flights(self.datasets)
         for ds in self.datasets:
             if ds.feed is not None:
                 ds.feed.stop()

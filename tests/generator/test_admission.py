@@ -9,15 +9,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from draftgen.generator.admission import (
-    MIN_OBSERVATIONS,
+from draftgen.generator.admission import MIN_OBSERVATIONS, LengthModel, budget_admits, samples_admit
+from draftgen.generator.capacity import (
     PEAK_SHARE,
-    LengthModel,
     ServerView,
-    budget_admits,
     pick_server,
     predicted_peak,
-    samples_admit,
     server_admits,
 )
 
