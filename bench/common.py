@@ -297,3 +297,25 @@ def env_int(name: str, default: int) -> int:
         return int(os.environ.get(name, default))
     except ValueError:
         return default
+
+
+def draftgen_generate(url: str, job: Path, out: Path, exe: str | None = None) -> str:
+    """Run `draftgen generate --job JOB --server URL --output OUT --progress log` (`exe`: the
+    draftgen executable, default the project's venv) and return its command line with paths
+    relative to the repository; a failed run ends the benchmark with its stderr."""
+    cmd = [
+        exe or str(REPO / ".cache/venv/bin/draftgen"),
+        "generate",
+        "--job",
+        str(job),
+        "--server",
+        url,
+        "--output",
+        str(out),
+        "--progress",
+        "log",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    if proc.returncode != 0:
+        raise SystemExit(f"draftgen generate failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return " ".join(cmd[1:]).replace(str(REPO) + "/", "")

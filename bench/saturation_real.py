@@ -29,9 +29,7 @@ import itertools
 import json
 import random
 import shutil
-import subprocess
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -41,21 +39,27 @@ from common import (
     REPO,
     RESULTS,
     TINY_KIMI,
-    TINY_KIMI_MODEL,
     Goal,
     MetricsSampler,
     Result,
+    draftgen_generate,
     env_int,
-    job_document,
-    read_sglang_metrics,
     sglang_available,
     sglang_server,
 )
 from fixed_client import Request, RunResult, run_fixed
+from saturation_real_work import (
+    DATASETS,
+    flush_cache,
+    read_records,
+    retracted_total,
+    sent_at,
+    write_inputs,
+    write_job,
+)
 
 KV_TOKENS = 8192
 MAX_NEW = 256
-DATASETS = {"short": (120, 200), "long": (1150, 1450)}  # prompt tokens: (least, most)
 FIXED = (16, 32, 64)
 # Steady state: from the answer of the first RAMP_SHARE of a client's requests (its ramp) to
 # the answer of the first TAIL_SHARE (after that less work is left than the pool holds: the end
@@ -74,78 +78,6 @@ LOG_INTERVAL = 4
 USAGE_GOAL = 0.90
 SHORT_QUEUE = 5.0  # "a few requests": a mean queue above this is not short
 RETRACTION_STORM = 0.05  # retracted requests per request: above is a storm
-
-
-def write_inputs(work: Path, rows: int) -> None:
-    rng = random.Random(17)
-    (work / "data").mkdir(parents=True)
-    for name, (lo, hi) in DATASETS.items():
-        with open(work / "data" / f"{name}.jsonl", "w") as f:
-            for i in range(rows):
-                ids = [rng.randrange(1000, 100_000) for _ in range(rng.randint(lo, hi))]
-                f.write(json.dumps({"id": f"{name[0]}{i}", "input_ids": ids}) + "\n")
-
-
-def write_job(work: Path, max_new: int) -> Path:
-    job = job_document(
-        "saturation-real",
-        model=TINY_KIMI_MODEL,
-        # Seeded: each request carries a stable sampling_seed, which the fixed clients replay.
-        sampling={"temperature": 1.0, "maxNewTokens": max_new, "seed": 17},
-        generator={"tokenizerWorkers": 1},
-        datasets=[
-            {"name": name, "source": f"data/{name}.jsonl", "format": "pretokenized"}
-            for name in DATASETS
-        ],
-    )
-    path = work / "job.yaml"
-    path.write_text(json.dumps(job))
-    return path
-
-
-def read_records(out: Path) -> list[dict]:
-    rows = []
-    for name in DATASETS:
-        for shard in sorted((out / name).glob("shard-*.jsonl")):
-            rows += [json.loads(line) for line in open(shard)]
-    return rows
-
-
-def _sent(rec: dict) -> float:
-    return rec["meta"]["created_at"] - rec["meta"]["e2e_latency"]
-
-
-def flush_cache(url: str) -> None:
-    import httpx
-
-    for _ in range(60):  # 400 while requests still run (an aborted client's): wait
-        if httpx.post(f"{url}/flush_cache", timeout=30).status_code == 200:
-            return
-        time.sleep(1.0)
-    raise SystemExit("the server's prefix cache would not flush")
-
-
-def retracted_total(url: str) -> float:
-    return read_sglang_metrics(url).get("num_retracted_requests_total", 0.0)
-
-
-def run_draftgen(url: str, job: Path, out: Path, exe: str) -> tuple[list[dict], str]:
-    cmd = [
-        exe,
-        "generate",
-        "--job",
-        str(job),
-        "--server",
-        url,
-        "--output",
-        str(out),
-        "--progress",
-        "log",
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
-    if proc.returncode != 0:
-        raise SystemExit(f"draftgen generate failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return read_records(out), " ".join(cmd[1:]).replace(str(REPO) + "/", "")
 
 
 def weighted_mean(samples: list[tuple[float, dict]], name: str, start: float, end: float) -> float:
@@ -307,12 +239,13 @@ def main() -> None:
             def draftgen(label: str, out: Path) -> list[dict]:
                 flush_cache(url)
                 r0 = retracted_total(url)
-                recs, command = run_draftgen(url, job, out, args.draftgen)
+                command = draftgen_generate(url, job, out, args.draftgen)
+                recs = read_records(out)
                 runs.append(
                     client_row(
                         label,
                         "auto",
-                        [_sent(r) for r in recs],
+                        [sent_at(r) for r in recs],
                         [r["meta"]["created_at"] for r in recs],
                         [r["completion_tokens"] for r in recs],
                         [r["dataset"] for r in recs],
@@ -329,7 +262,7 @@ def main() -> None:
             # interleaved), each with its exact sampling parameters.
             replay = [
                 Request(r["input_ids"], args.max_new, r["meta"]["sampling"], r["dataset"])
-                for r in sorted(recs, key=_sent)
+                for r in sorted(recs, key=sent_at)
             ]
             for c in FIXED:
                 flush_cache(url)

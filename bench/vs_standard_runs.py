@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import CACHE, REPO, SGLANG_PY, Result
+from common import CACHE, REPO, SGLANG_PY, Result, draftgen_generate
 from fixed_client import Request, run_fixed
 from vs_standard_workload import (
     DATASETS,
@@ -78,24 +78,10 @@ def flush_cache(url: str) -> None:
 def run_draftgen(url: str, job: Path, out: Path) -> tuple[dict[str, list[dict]], tuple, float, str]:
     """One `draftgen generate` run: its records, its row of the table, its wall time and its
     command line."""
-    cmd = [
-        str(REPO / ".cache/venv/bin/draftgen"),
-        "generate",
-        "--job",
-        str(job),
-        "--server",
-        url,
-        "--output",
-        str(out),
-        "--progress",
-        "log",
-    ]
     flush_cache(url)
     t0 = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    command = draftgen_generate(url, job, out)
     wall = time.time() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"draftgen generate failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     recs = read_records(out)
     all_recs = [r for rs in recs.values() for r in rs]
     pairs = {n: [(_sent(r), r["meta"]["created_at"]) for r in rs] for n, rs in recs.items()}
@@ -111,7 +97,7 @@ def run_draftgen(url: str, job: Path, out: Path) -> tuple[dict[str, list[dict]],
         boundary_gap(pairs[names[0]], pairs[names[1]]),
         few_in_flight_seconds([p for ps in pairs.values() for p in ps]),
     )
-    return recs, row, wall, " ".join(cmd[1:]).replace(str(REPO) + "/", "")
+    return recs, row, wall, command
 
 
 def run_bench_serving(url: str, dataset: Path, n: int, concurrency: int, out: Path) -> dict:

@@ -26,11 +26,13 @@ def _bench_module(name: str) -> ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
+    sys.modules.setdefault(name, module)  # how the scripts import each other (`from kv_scheduler`)
     spec.loader.exec_module(module)
     return module
 
 
 virtual_time = _bench_module("virtual_time")
+_bench_module("kv_scheduler")
 kv_server = _bench_module("kv_server")
 KVScheduler, KVServer, SimRequest = kv_server.KVScheduler, kv_server.KVServer, kv_server.SimRequest
 

@@ -21,13 +21,11 @@ def python_files(repo: Path) -> list[Path]:
         text=True,
         check=True,
     ).stdout.split()
-    # draftgen/generator and draftgen/controller are links to the top-level folders. bench/ is
-    # not held to it yet: its saturation scripts (kv_server, saturation, saturation_real) are
-    # over and still to be split.
+    # draftgen/generator and draftgen/controller are links to the top-level folders.
     return [
         repo / p
         for p in listed
-        if not p.startswith(("draftgen/generator/", "draftgen/controller/", "build/", "bench/"))
+        if not p.startswith(("draftgen/generator/", "draftgen/controller/", "build/"))
         and (repo / p).is_file()
     ]
 
