@@ -58,6 +58,16 @@ class LengthEstimate:
         var = np.maximum(0.0, s2[i] / s0[i] - mean * mean)
         return mean, var, var / np.maximum(1.0, self.events_at_or_above[i])
 
+    def survival(self, produced: Sequence[float], steps: np.ndarray) -> np.ndarray:
+        """For generations known to have produced `produced` tokens each (rows): the chance each
+        is still running `steps` more tokens on (columns)."""
+        x = self.values
+        longer = np.concatenate((np.cumsum(self.mass[::-1])[::-1], [0.0]))  # P(L ≥ x[j])
+        p = np.asarray(produced, dtype=float)[:, None]
+        now = longer[np.searchsorted(x, p, side="right")]  # P(L > p)
+        later = longer[np.searchsorted(x, p + steps[None, :], side="right")]
+        return np.divide(later, now, out=np.zeros_like(later), where=now > 0)
+
 
 class LengthModel:
     """Completion lengths one dataset has produced, and what the next one will probably be."""
@@ -68,6 +78,7 @@ class LengthModel:
         self._sorted: list[int] = []
         self._events: tuple[np.ndarray, np.ndarray] | None = None  # distinct lengths, counts
         self._mean: float | None = None  # of the finished generations alone, until the next one
+        self._alive: np.ndarray | None = None  # survival_new, until the next one
         for n in observed or []:
             self.observe(n)
 
@@ -77,7 +88,7 @@ class LengthModel:
             del self._sorted[bisect.bisect_left(self._sorted, old)]
         self._recent.append(completion_tokens)
         bisect.insort(self._sorted, min(completion_tokens, self.max_new_tokens))
-        self._events = self._mean = None
+        self._events = self._mean = self._alive = None
 
     @property
     def count(self) -> int:
@@ -125,6 +136,13 @@ class LengthModel:
         if self._mean is None:  # asked per request started: computed once per finished one
             self._mean = float(self.estimate().moments([0.0])[0][0])
         return self._mean
+
+    def survival_new(self, steps: np.ndarray) -> np.ndarray:
+        """The chance one more generation still runs after each of `steps` tokens (computed
+        once per finished generation; `steps` is the same grid on every call)."""
+        if self._alive is None or len(self._alive) != len(steps):
+            self._alive = self.estimate().survival([0.0], steps)[0]
+        return self._alive
 
     def chance_within(self, tokens: float) -> float:
         """Chance that one more generation is at most `tokens` long."""

@@ -2,9 +2,10 @@
 and which dataset's ready sample goes next. Pure functions over plain numbers, so every rule is
 unit-tested without a server (the budget half is `admission.py`).
 
-In `auto` mode three readings decide: the predicted peak of the KV tokens its requests will hold
-at once (each request's prompt, what it has generated and its expected remaining completion)
-stays within the pool, so the server rarely has to retract; its queue (live `num_queue_reqs`,
+In `auto` mode three readings decide: the expected peak of the KV its requests will hold at once
+(each holds its prompt and what it generated, and grows while it runs; the chance it still runs
+comes from the lengths its dataset produced) stays within the pool, so the server rarely has to
+retract; its queue (live `num_queue_reqs`,
 plus what was sent since that reading) stays short but not empty, so every slot that frees is
 refilled at once; and the predicted tokens in flight stay below `maxTokensFactor` × the pool
 (the cap before any reading). SGLang's own admission rule decides which ready sample fits.
@@ -50,8 +51,10 @@ class ServerView:
     held: np.ndarray | None = field(default=None, compare=False)
     """KV tokens each of this generator's requests on it holds by now (prompt + generated),
     oldest sent first; None: unknown (admission then uses the token cap alone)."""
-    remaining: np.ndarray | None = field(default=None, compare=False)
-    """Expected completion tokens each of them has still to generate (same order)."""
+    kv_mean: np.ndarray | None = field(default=None, compare=False)
+    """Expected KV all of them will hold at each step of HORIZON (`kv_moments`, summed)."""
+    kv_var: np.ndarray | None = field(default=None, compare=False)
+    """Its variance."""
     freed: float = 0.0
     """KV tokens this generator's requests that ended since the last reading held."""
     landed: int = 0
@@ -62,12 +65,16 @@ class ServerView:
     """Their `max_new_tokens` (same order)."""
 
 
-# The predicted peak may reach this multiple of the pool. It is a peak of expectations made
-# from conservative readings (progress from a high speed quantile, a tail left to every long
-# request), and the requests do not all peak together: on the benchmarks' KV-bound server
-# (bench/saturation.py, 4,000-token coding prompts) 1.00 kept KV usage at 0.87, 1.08 at 0.93
-# with 3 % of requests retracted once, 1.12 at 0.94 with 8 %.
-PEAK_SHARE = 1.08
+# Decode steps ahead at which the KV a server's requests are expected to hold is weighed: every
+# step up to 8, then about 10 % apart, up to the longest maxNewTokens SGLang serves.
+HORIZON = np.unique(np.round(np.concatenate((np.arange(9.0), np.geomspace(8, 2**18, 110)))))
+# The expected KV of the requests on a server plus PEAK_Z standard deviations (their lengths
+# drawn independently) may reach this share of the pool at any step ahead. On the benchmarks'
+# simulated KV-bound server (bench/saturation.py, 1M-token budgets) 0.97 and 1.5 kept mean KV
+# usage at 0.92 on 4,000-token coding prompts with 3 % of requests retracted once; 0.95 and 2
+# at 0.87 with none; 1.0 and 1 at 0.94 with 9 %.
+PEAK_SHARE = 0.97
+PEAK_Z = 1.5
 
 
 def queue_target(running: float | None) -> int:
@@ -75,25 +82,34 @@ def queue_target(running: float | None) -> int:
     return max(2, math.ceil(0.1 * (running or 0)))
 
 
-def predicted_peak(held: np.ndarray, remaining: np.ndarray) -> float:
-    """Most KV tokens requests will hold at once if each grows by one token per decode step
-    until it ends `remaining` steps from now: just before the k-th shortest ends, those still
-    running hold what they hold now plus that many steps each."""
-    if len(held) == 0:
-        return 0.0
-    order = np.argsort(remaining, kind="stable")
-    r, h = remaining[order], held[order]
-    still = np.cumsum(h[::-1])[::-1]  # held by the k-th shortest and every longer one
-    active = len(r) - np.arange(len(r))
-    return float(max(h.sum(), (still + active * r).max()))
+def kv_moments(held: np.ndarray, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per request (rows) and step ahead (HORIZON, columns): the mean and variance of the KV
+    it holds then — `held` now plus one token per step while it runs, with `alive` the chance
+    it still runs then (it holds nothing once it ended)."""
+    kv = np.asarray(held, dtype=float)[:, None] + HORIZON[None, :]
+    return kv * alive, kv * kv * alive * (1.0 - alive)
 
 
-def expected_remaining(mean: float, limit: int, produced: np.ndarray) -> np.ndarray:
-    """Completion tokens requests that produced `produced` each have still to go: the expected
-    length minus that, but a quarter of it at least (past its expected length a generation
-    still has a tail to go), and never past `limit` (maxNewTokens)."""
-    left = np.maximum(mean - produced, 0.25 * mean)
-    return np.maximum(1.0, np.minimum(left, limit - produced))
+def calibrated_progress(
+    prompts: np.ndarray, made: np.ndarray, running: int, used: float
+) -> np.ndarray:
+    """Tokens made by each request on a server (oldest sent first), estimated from the time it
+    has been in flight (which counts its wait in the queue, at a fast speed quantile), scaled
+    so that the `running` oldest hold the `used` KV tokens the server reports; the others wait
+    in its queue and have made nothing yet."""
+    out = np.zeros_like(made)
+    k = max(0, min(len(made), running))
+    estimated = float(made[:k].sum())
+    if k and estimated > 0:
+        scale = min(1.0, max(0.0, (used - float(prompts[:k].sum())) / estimated))
+        out[:k] = made[:k] * scale
+    return out
+
+
+def expected_peak(mean: np.ndarray, var: np.ndarray) -> float:
+    """The most KV the requests will hold at any step ahead, with PEAK_Z deviations to spare:
+    a request that ends frees its cells, one that runs on grows by one a step."""
+    return float((mean + PEAK_Z * np.sqrt(np.maximum(var, 0.0))).max())
 
 
 # SGLang 0.5's own admission (schedule_policy.py `add_one_req`, mem_cache/prefill_budget.py):
@@ -192,9 +208,11 @@ def server_admits(
     tokens_factor: float,
     prompt: float | None = None,
     max_new: float | None = None,
+    alive: np.ndarray | None = None,
 ) -> bool:
     """Whether `view` may take one more request of `tokens` predicted tokens (`prompt` of them
-    known: the prompt; the rest its expected completion; `max_new`: its maxNewTokens)."""
+    known: the prompt; the rest its expected completion; `max_new`: its maxNewTokens; `alive`:
+    the chance it still runs at each step of HORIZON)."""
     if not view.healthy:
         return False
     if max_requests is not None and view.in_flight >= max_requests:
@@ -209,11 +227,12 @@ def server_admits(
         view.max_running
     ):
         return False
-    if view.held is not None and view.remaining is not None and prompt is not None:
-        peak = predicted_peak(
-            np.append(view.held, prompt), np.append(view.remaining, max(1.0, tokens - prompt))
-        )
-        if peak > PEAK_SHARE * view.kv_tokens:
+    if view.kv_mean is not None and view.kv_var is not None and alive is not None:
+        mean, var = kv_moments(np.array([prompt or tokens]), alive[None, :])
+        if (
+            expected_peak(view.kv_mean + mean[0], view.kv_var + var[0])
+            > PEAK_SHARE * view.kv_tokens
+        ):
             return False  # it would be retracted, or push another out, before it ends
     queued = queued_estimate(view)
     if queued is not None and queued >= queue_target(view.running):
@@ -234,6 +253,7 @@ def pick_server(
     tokens_factor: float,
     prompt: float | None = None,
     max_new: float | None = None,
+    alive: np.ndarray | None = None,
 ) -> int | None:
     """The least-loaded server that admits the request (by share of its KV pool reserved),
     or None when none has room."""
@@ -247,6 +267,7 @@ def pick_server(
             tokens_factor=tokens_factor,
             prompt=prompt,
             max_new=max_new,
+            alive=alive,
         ):
             continue
         load = (view.in_flight_tokens + (view.queue or 0) * tokens) / max(view.kv_tokens, 1)
@@ -267,6 +288,8 @@ class Ready:
     """Requests of its dataset in flight."""
     passed: int
     """Samples of other datasets sent while this one waited (see `send_order`)."""
+    alive: np.ndarray | None = field(default=None, compare=False)
+    """The chance its generation still runs at each step of HORIZON (None: not weighed)."""
 
 
 @dataclass(frozen=True)
@@ -308,6 +331,7 @@ def next_launch(
             tokens_factor=tokens_factor,
             prompt=r.prompt,
             max_new=r.max_new,
+            alive=r.alive,
         )
         if index is None:
             if r.passed >= PASS_LIMIT:

@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from .admission import budget_admits, samples_admit
-from .capacity import ServerView, expected_remaining
+from .capacity import HORIZON, ServerView, calibrated_progress, kv_moments
 from .datasets import Dataset
 from .fleet import Server
 from .samples import Sample
@@ -58,30 +58,53 @@ def server_views(
     of its pool (oldest sent first: the server runs them first), its live reservation ratio,
     and what our requests that ended since its last reading freed (`ended`: by `id(server)`,
     (when, KV tokens held) of each)."""
-    rows: dict[int, list[tuple[float, float, float, float, float]]] = {id(s): [] for s in servers}
-    for ds in datasets:
-        made = np.asarray(in_flight_progress(ds, speed, now), dtype=float)
-        limit = ds.sampling.max_new_tokens
-        left = expected_remaining(ds.model.predict(), limit, made)
-        for f, m, r in zip(ds.flights.values(), made, left):
-            prompt = len(f.sample.input_ids)
-            rows[id(f.server)].append((f.sent_at or now, prompt + m, r, prompt, limit))
+    # One row per request in flight: server, when sent, prompt, tokens made, limit, dataset.
+    rows: list[tuple[int, float, float, float, float, int]] = []
+    estimates = []
+    for d, ds in enumerate(datasets):
+        progress = in_flight_progress(ds, speed, now)
+        estimates.append(ds.model.estimate(progress) if ds.flights else None)
+        for f, m in zip(ds.flights.values(), progress):
+            limit = ds.sampling.max_new_tokens
+            rows.append((id(f.server), f.sent_at or now, len(f.sample.input_ids), m, limit, d))
+    table = np.array(rows, dtype=float).reshape(-1, 6)
+    made = table[:, 3].copy()
     views = []
     for s in servers:
         view = s.view(now)
-        a = np.array(sorted(rows[id(s)]), dtype=float).reshape(-1, 5)
+        mine = np.flatnonzero(table[:, 0] == id(s))
+        mine = mine[np.argsort(table[mine, 1], kind="stable")]
         since = (
             [n for t, n in (ended or {}).get(id(s), ()) if t > s.load.at]
             if s.load is not None and view.running is not None
             else []
         )
-        views.append(
+        if view.running is not None and view.token_usage is not None:
+            # What its reading says they hold corrects the tokens made, estimated from time.
+            made[mine] = calibrated_progress(
+                table[mine, 2],
+                made[mine],
+                round(view.running) - len(since),
+                view.token_usage * view.kv_tokens - sum(since),
+            )
+        views.append((view, mine, since))
+    alive = np.zeros((len(table), len(HORIZON)))
+    for d, est in enumerate(estimates):
+        of = np.flatnonzero(table[:, 5] == d)
+        if est is not None and len(of):
+            # Each one's chance to run on, from the lengths finished and running ones show.
+            alive[of] = est.survival(list(made[of]), HORIZON)
+    mean, var = kv_moments(table[:, 2] + made, alive)
+    out = []
+    for s, (view, mine, since) in zip(servers, views):
+        out.append(
             replace(
                 view,
-                held=a[:, 1],
-                remaining=a[:, 2],
-                prompts=a[:, 3],
-                max_new=a[:, 4],
+                held=table[mine, 2] + made[mine],
+                prompts=table[mine, 2],
+                max_new=table[mine, 4],
+                kv_mean=mean[mine].sum(axis=0),
+                kv_var=var[mine].sum(axis=0),
                 freed=float(sum(since)),
                 landed=len(since),
                 new_token_ratio=(
@@ -91,4 +114,4 @@ def server_views(
                 ),
             )
         )
-    return views
+    return out

@@ -21,7 +21,7 @@ from draftgen.spec import DatasetSpec, GenerationJob
 from .admission import progress_speed
 from .attempts import attempt
 from .budget import Ledger
-from .capacity import Ready, next_launch
+from .capacity import HORIZON, Ready, next_launch
 from .client import Generation, sampling_params
 from .datasets import Dataset, Flight, cancel_flights, open_datasets
 from .demand import budget_admits_sample, server_views
@@ -169,6 +169,7 @@ class Runner:
                     tokens=len(s.input_ids) + ds.model.predict(),
                     in_flight=len(ds.flights),
                     passed=self._passed.get(ds.name, 0),
+                    alive=ds.model.survival_new(HORIZON) if conc.mode == "auto" else None,
                 )
                 for ds, s in ready
             ]

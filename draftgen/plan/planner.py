@@ -50,7 +50,7 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
         kv_cache_dtype=inputs.kv_cache_dtype or server.kv_cache_dtype,
         max_running_requests=server.max_running_requests,
         nodes_per_replica=server.nodes_per_replica,
-        schedule_conservativeness=server.schedule_conservativeness,
+        schedule_conservativeness=job.spec.schedule_conservativeness,
     )
     plan.warnings.extend(server.warnings())
     plan_kv_capacity(plan, job, inputs)  # 1. KV capacity

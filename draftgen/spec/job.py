@@ -13,7 +13,7 @@ from .model import ModelSpec
 from .planning import PlanningSpec
 from .runtime import GeneratorSpec, InputsSpec, OutputSpec
 from .sampling import SamplingSpec
-from .server import ServerSpec
+from .server import SCHEDULE_CONSERVATIVENESS_AUTO, SCHEDULE_CONSERVATIVENESS_FIXED, ServerSpec
 from .status import GenerationJobStatus
 
 API_VERSION: Final = "draftgen.io/v1alpha1"  # a literal, so that the field below can be typed by it
@@ -68,6 +68,15 @@ class GenerationJobSpec(SpecModel):
 
     ttl_seconds_after_finished: StrictInt | None = Field(default=None, ge=0)
     """Delete the whole GenerationJob this long after it succeeded or failed."""
+
+    @property
+    def schedule_conservativeness(self) -> float:
+        """`server.scheduleConservativeness`, or its default for the job's concurrency mode."""
+        if self.server.schedule_conservativeness is not None:
+            return self.server.schedule_conservativeness
+        if self.generator.concurrency.mode == "auto":
+            return SCHEDULE_CONSERVATIVENESS_AUTO
+        return SCHEDULE_CONSERVATIVENESS_FIXED
 
     @model_validator(mode="after")
     def _unique_dataset_names(self) -> GenerationJobSpec:

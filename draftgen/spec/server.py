@@ -47,6 +47,12 @@ class HierarchicalCache(SpecModel):
 MAX_NODES_PER_REPLICA = 16
 
 
+SCHEDULE_CONSERVATIVENESS_AUTO = 0.1
+"""`server.scheduleConservativeness` when unset and the concurrency is `auto`."""
+SCHEDULE_CONSERVATIVENESS_FIXED = 0.5
+"""… and when it is `fixed`."""
+
+
 class ServerSpec(SpecModel):
     """The SGLang server the operator runs: tensor parallel inside a pod (or over the pods of a
     LeaderWorkerSet group, one per node, when `nodesPerReplica` > 1), replicas side by side."""
@@ -102,7 +108,7 @@ class ServerSpec(SpecModel):
     max_running_requests: StrictInt | None = Field(default=None, ge=1)
     """Upper bound on concurrently decoding requests (`--max-running-requests`)."""
 
-    schedule_conservativeness: StrictFloat = Field(default=0.5, gt=0.0, le=2.0)
+    schedule_conservativeness: StrictFloat | None = Field(default=None, gt=0.0, le=2.0)
     """How much KV SGLang keeps back for the tokens its running requests may still generate
     (`--schedule-conservativeness`, SGLang's own default 1.0): it admits a queued request only
     if the request's prompt and whole `maxNewTokens` fit beside `0.7 × this` (decaying to a
@@ -110,10 +116,12 @@ class ServerSpec(SpecModel):
     with 1.0 and requests that stop well before `maxNewTokens` the pool stays part-empty while
     requests queue. Lower fills it further (SGLang's tuning advice for low token usage with a
     queue) at the risk of retractions (requests evicted and recomputed) when the running ones
-    outgrow the estimate; above 1 is SGLang's advice against frequent retractions. 0.5 was
-    measured on the simulated seed server (docs/benchmarks.md "Saturation"): at least as fast
-    as 1.0 on short, 4,000-token coding and mixed work, with few retractions; 0.3 and 0.1
-    retracted more of the long requests for little more."""
+    outgrow the estimate; above 1 is SGLang's advice against frequent retractions.
+    Unset: 0.1 with `auto` concurrency, where draftgen itself sends a request only while the KV
+    its requests are expected to hold (from the lengths each dataset produced) fits the pool,
+    so the server need keep back little; 0.5 with `fixed`, where the server's reservation is
+    the only guard. Both measured on the simulated seed server (docs/benchmarks.md
+    "Saturation")."""
 
     chunked_prefill_size: StrictInt | None = Field(default=None, ge=1)
     """Prefill chunk in tokens (`--chunked-prefill-size`)."""

@@ -58,7 +58,7 @@ def server_args(spec: GenerationJobSpec) -> list[str]:
         F.KV_CACHE_DTYPE,
         s.kv_cache_dtype,
         F.SCHEDULE_CONSERVATIVENESS,
-        str(s.schedule_conservativeness),
+        str(spec.schedule_conservativeness),
         F.ENABLE_METRICS,
     ]
     if spec.model.tokenizer:

@@ -8,13 +8,17 @@ import random
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from draftgen.generator.admission import MIN_OBSERVATIONS, LengthModel, budget_admits, samples_admit
 from draftgen.generator.capacity import (
+    HORIZON,
     PEAK_SHARE,
     ServerView,
+    calibrated_progress,
+    expected_peak,
+    kv_moments,
     pick_server,
-    predicted_peak,
     server_admits,
 )
 
@@ -230,29 +234,55 @@ def test_long_requests_still_running_are_not_forgotten():
     )
 
 
-def test_predicted_peak_counts_growth_until_each_request_ends():
+def test_survival_is_conditioned_on_what_each_generation_made():
+    # Eight of 100 tokens, eight of 300, and the prior's one at maxNewTokens (1,000).
+    est = _model([100] * 8 + [300] * 8).estimate()
+    steps = np.array([0.0, 99.0, 100.0, 299.0, 300.0])
+    fresh, halfway = est.survival([0.0, 150.0], steps)
+    assert fresh == pytest.approx([1, 1, 9 / 17, 9 / 17, 1 / 17])
+    # One that made 150 is not one of the 100s: it runs on at least to 300, then 1 in 9.
+    assert halfway == pytest.approx([1, 1, 1, 1 / 9, 1 / 9])
+
+
+def _ends_after(steps: float) -> np.ndarray:
+    return (steps > HORIZON).astype(float)
+
+
+def test_expected_peak_counts_growth_until_each_request_ends():
     # Two requests of 100 held: one ends in 10 steps, the other in 50 — the peak is just before
-    # the first ends (2 × 110 = 220), not their final sizes summed (110 + 150).
-    assert predicted_peak(np.array([100.0, 100.0]), np.array([10.0, 50.0])) == 220
-    # A long one outgrows both: 100 + 50 = 150 alone at the end, 220 before; a big prompt
-    # that ends soon is counted as what it holds now.
-    assert predicted_peak(np.array([1000.0, 10.0]), np.array([1.0, 500.0])) == 1012
+    # the first ends (2 × 109 = 218), not their final sizes summed (110 + 150).
+    mean, var = kv_moments(np.array([100.0, 100.0]), np.stack([_ends_after(10), _ends_after(50)]))
+    assert expected_peak(mean.sum(0), var.sum(0)) == 218
+    # Uncertain lengths leave a margin: 100 requests each ending now or running on, even odds.
+    mean, var = kv_moments(np.full(100, 100.0), np.full((100, len(HORIZON)), 0.5))
+    sure, _ = kv_moments(np.full(50, 100.0), np.ones((50, len(HORIZON))))
+    assert expected_peak(sure.sum(0), np.zeros(len(HORIZON))) < expected_peak(
+        mean.sum(0), var.sum(0)
+    )
 
 
-def test_auto_mode_admits_while_the_predicted_peak_fits_the_pool():
+def test_auto_mode_admits_while_the_expected_peak_fits_the_pool():
     kw = dict(mode="auto", max_requests=None, tokens_factor=10.0)
-    kv = 143_000  # the predicted peak may reach PEAK_SHARE × kv = 154,440
-    assert PEAK_SHARE * kv == 154_440
-    # 20 coding requests half-way: 4,000 prompt + 2,000 made, 1,800 to go each: peak
-    # 20 × 7,800 = 156,000 > 154,440 — not even a short one fits.
-    full = ServerView(kv, None, 20, 0, held=np.full(20, 6_000.0), remaining=np.full(20, 1_800.0))
-    assert not server_admits(full, 1_100, prompt=200, **kw)
-    # 19 of them and a fresh one (4,000 held, 3,800 to go): 148,200 + 5,800 = 154,000 fits.
-    held = np.append(np.full(19, 6_000.0), 4_000.0)
-    rest = np.append(np.full(19, 1_800.0), 3_800.0)
-    view = ServerView(kv, None, 20, 0, held=held[:19], remaining=rest[:19])
-    assert server_admits(view, 7_800, prompt=4_000, **kw)
-    view = replace(view, held=held, remaining=rest)
-    # Another coding request would not (+5,800 before the 19 end), a short one ends first: fits.
-    assert not server_admits(view, 7_800, prompt=4_000, **kw)
-    assert server_admits(view, 1_100, prompt=200, **kw)
+    kv = 160_000  # the expected peak may reach PEAK_SHARE × kv = 155,200
+    assert PEAK_SHARE * kv == pytest.approx(155_200)
+    # 20 coding requests half-way: 4,000 prompt + 2,000 made, ending in 1,800 steps: they
+    # peak at 20 × (6,000 + the last step weighed before 1,800).
+    last = HORIZON[HORIZON < 1_800].max()
+    mean, var = kv_moments(np.full(20, 6_000.0), np.tile(_ends_after(1_800), (20, 1)))
+    view = ServerView(kv, None, 20, 0, kv_mean=mean.sum(0), kv_var=var.sum(0))
+    assert 20 * (6_000 + last) <= PEAK_SHARE * kv < 20 * (6_000 + last) + 4_000
+    # Another coding request (4,000 prompt, 3,800 to go) would push them past the pool before
+    # they end; a short one that ends within 100 steps leaves their peak as it is.
+    assert not server_admits(view, 7_800, prompt=4_000, alive=_ends_after(3_800), **kw)
+    assert server_admits(view, 1_100, prompt=200, alive=_ends_after(100), **kw)
+
+
+def test_progress_is_scaled_to_what_the_server_reports_held():
+    prompts = np.array([1_000.0, 100.0, 100.0])
+    made = np.array([400.0, 200.0, 50.0])  # from time in flight: queue wait counted too
+    # The two oldest run and hold 1,400 (1,100 of prompts): 300 made, not 600; the third waits.
+    assert list(calibrated_progress(prompts, made, 2, 1_400.0)) == [200, 100, 0]
+    # Never more than time allows, never less than nothing.
+    assert list(calibrated_progress(prompts, made, 2, 5_000.0)) == [400, 200, 0]
+    assert list(calibrated_progress(prompts, made, 2, 500.0)) == [0, 0, 0]
+    assert list(calibrated_progress(prompts, made, 0, 1_400.0)) == [0, 0, 0]

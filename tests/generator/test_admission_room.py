@@ -36,7 +36,6 @@ def _view(held, prompts, max_new, *, running, queue, usage, ratio=0.1, kv=8192):
         token_usage=usage,
         new_token_ratio=ratio,
         held=np.array(held, dtype=float),
-        remaining=np.full(n, 10.0),
         prompts=np.array(prompts, dtype=float),
         max_new=np.array(max_new, dtype=float),
     )

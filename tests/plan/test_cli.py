@@ -41,8 +41,9 @@ def test_kimi_report_a_person_can_act_on(capsys, examples):
     assert "THIN" in out  # 0.93 row
     assert "100,000,000 tokens" in out and "h" in out.split("total")[-1]  # ETA
     assert "Missing" not in out
-    # SGLang's own admission, from server.scheduleConservativeness (default 0.5: 0.35 → 0.049)
-    assert "scheduleConservativeness 0.5 → " in out and "0.35 (decaying to 0.049)" in out
+    # SGLang's own admission, from server.scheduleConservativeness (unset with auto
+    # concurrency: 0.1, so 0.07 → 0.0098)
+    assert "scheduleConservativeness 0.1 → " in out and "0.07 (decaying to 0.0098)" in out
 
 
 def test_report_shows_the_server_lever(capsys, tmp_path, examples):
