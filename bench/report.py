@@ -24,6 +24,7 @@ ORDER = [
     "operator_reconcile",
     "saturation",
     "saturation_real",
+    "saturation_real_32k",
 ]
 SCRIPTS = {
     "vs_standard_client": "vs_standard_client.py",
@@ -34,6 +35,7 @@ SCRIPTS = {
     "operator_reconcile": "operator_reconcile.py",
     "saturation": "saturation.py",
     "saturation_real": "saturation_real.py",
+    "saturation_real_32k": "saturation_real.py",
 }
 VERDICT = {True: "met", False: "**not met**", None: "not measured"}
 

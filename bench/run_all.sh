@@ -19,6 +19,11 @@ for bench in vs_standard_client budget_precision client_cost pretokenize_rate re
   fi
   echo "######## bench/$bench.py: $(( $(date +%s) - t0 )) s"
 done
+# The real-server saturation again with a pool 4× as large: a long request's admission charge is
+# then 5 % of it, as the seed's coding requests were of the seed's pool (8,192: 21 %).
+echo
+echo "######## bench/saturation_real.py --kv-tokens 32768"
+"$PY" bench/saturation_real.py --kv-tokens 32768 || failed+=(saturation_real_32k)
 # bench/budget_overshoot_real.py (the generator's own real-server check) prints its table only.
 echo
 echo "######## bench/budget_overshoot_real.py: budget overshoot against a real SGLang server at 64 in flight"

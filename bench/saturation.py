@@ -18,8 +18,10 @@ same samples (lengths drawn per sample id).
         [--overshoot-budget 10000000] [--sweep 1.0,0.5,0.3,0.1] [--sweep-budget 1000000]
 
 The matrix runs at 1M-token budgets (every client at 10M would take about an hour here);
-budget overshoot, which the issue asks at 10M-token budgets, comes from draftgen alone at
-`--overshoot-budget` per dataset (the mix: that budget over its eight datasets). `--sweep`
+budget overshoot, which the issue asks at 10M-token budgets, and the steady-state KV usage come
+from draftgen alone at `--overshoot-budget` per dataset (the mix: that budget over its eight
+datasets): in a 1M-token run the first minutes, while draftgen learns the lengths, are a fifth
+of the window. `--sweep`
 measures the server lever, `server.scheduleConservativeness`, for draftgen and fixed 150 at the
 matrix's budget (a smaller one never saturates the server): the measurement behind the spec's
 default.
@@ -162,7 +164,7 @@ def _usage_goal(scenario: str, a: dict, runs: dict[Client, dict], budget: int) -
     why = ""
     if a["usage"] < 0.9:
         why = (
-            f"draftgen's own limits held it back (predicted peak, queue target): used + reserved "
+            f"draftgen's own limits held it back (expected peak, queue target): used + reserved "
             f"{a['usage'] + a['reserved']:.2f} of the pool"
             if a["usage"] + a["reserved"] < 0.95
             else f"the server's own admission holds the rest back: SGLang reserves "

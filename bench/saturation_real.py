@@ -183,9 +183,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=50.0)
     parser.add_argument("--max-new", type=int, default=MAX_NEW, help="maxNewTokens")
     parser.add_argument(
+        "--kv-tokens",
+        type=int,
+        default=env_int("BENCH_SATURATION_REAL_KV_TOKENS", KV_TOKENS),
+        help="the server's --max-total-tokens (its KV pool)",
+    )
+    parser.add_argument(
         "--url",
         default=None,
-        help="use this running tiny-kimi server (started with --max-total-tokens 8192, "
+        help="use this running tiny-kimi server (started with --max-total-tokens as --kv-tokens, "
         f"--decode-log-interval {LOG_INTERVAL} and SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS={DECAY_STEPS} "
         "for comparable figures)",
     )
@@ -195,10 +201,13 @@ def main() -> None:
         help="the draftgen executable (e.g. another checkout's, to compare admission rules)",
     )
     args = parser.parse_args()
+    wide = args.kv_tokens != KV_TOKENS
+    if wide and args.rows == env_int("BENCH_SATURATION_REAL_ROWS", 36):
+        args.rows = args.rows * args.kv_tokens // KV_TOKENS  # as many pools' worth of work
     res = Result(
-        "saturation_real",
+        f"saturation_real_{args.kv_tokens // 1024}k" if wide else "saturation_real",
         "Saturation on a real KV-bound server: draftgen auto vs fixed concurrency (real CPU "
-        "SGLang server)",
+        f"SGLang server, KV pool {args.kv_tokens:,} tokens)",
         COLUMNS,
     )
     missing = None if args.url else sglang_available()
@@ -219,7 +228,7 @@ def main() -> None:
                 if args.url
                 else sglang_server(
                     TINY_KIMI,
-                    max_total_tokens=KV_TOKENS,
+                    max_total_tokens=args.kv_tokens,
                     extra_args=["--decode-log-interval", str(LOG_INTERVAL)],
                     env={"SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS": str(DECAY_STEPS)},
                 )
@@ -334,13 +343,21 @@ def main() -> None:
         )
     )
     res.notes.append(
-        f"Server: tiny-kimi on the CPU, --max-total-tokens {KV_TOKENS}; prompts of "
+        f"Server: tiny-kimi on the CPU, --max-total-tokens {args.kv_tokens:,}; prompts of "
         f"{DATASETS['short'][0]}–{DATASETS['short'][1]} and {DATASETS['long'][0]}–"
         f"{DATASETS['long'][1]} tokens ({args.rows} of each, seed 17), maxNewTokens {args.max_new}, "
         "temperature 1.0 with draftgen's per-sample seed (the random weights end generations "
         "early at random: mixed lengths). Every client sends the same requests (the fixed ones "
         "replay draftgen's, in its order, with its sampling parameters); the prefix cache is "
         "flushed between clients."
+    )
+    need = DATASETS["long"][1] + args.max_new + 1
+    res.notes.append(
+        f"A long prompt starts only when its prompt + maxNewTokens + 1 fits the free pool (SGLang "
+        f"charges a new request its whole maxNewTokens): up to {need:,} tokens, "
+        f"{need / args.kv_tokens:.0%} of this pool, so before each one the pool must drain to "
+        f"{1 - need / args.kv_tokens:.2f} full whatever the client does (the seed's 4,000-token "
+        "coding prompts with maxNewTokens 4,096 or more: 8,097 of its 159,277, 5 %)."
     )
     res.notes.append(
         "SGLang reserves new_token_ratio × the remaining maxNewTokens of every running request "
