@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every benchmark, one after the other (`make bench`), then docs/benchmarks.md from their results.
-# Each prints its own table. Sized for a 2-core machine: the whole run takes about 12-15 minutes.
+# Each prints its own table. Sized for a 2-core machine: the saturation benchmarks alone take about
+# 40 minutes (simulated 19, real CPU server 5 and 13 at 32,768), the others about 12.
 # A benchmark that crashes does not stop the others; the script then exits 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."

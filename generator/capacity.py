@@ -55,6 +55,8 @@ class ServerView:
     """Expected KV all of them will hold at each step of HORIZON (`kv_moments`, summed)."""
     kv_var: np.ndarray | None = field(default=None, compare=False)
     """Its variance."""
+    kv_most: np.ndarray | None = field(default=None, compare=False)
+    """The most they can hold at each step of HORIZON (as long as any of them may run)."""
     freed: float = 0.0
     """KV tokens this generator's requests that ended since the last reading held."""
     landed: int = 0
@@ -82,12 +84,12 @@ def queue_target(running: float | None) -> int:
     return max(2, math.ceil(0.1 * (running or 0)))
 
 
-def kv_moments(held: np.ndarray, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def kv_moments(held: np.ndarray, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per request (rows) and step ahead (HORIZON, columns): the mean and variance of the KV
     it holds then — `held` now plus one token per step while it runs, with `alive` the chance
-    it still runs then (it holds nothing once it ended)."""
+    it still runs then (it holds nothing once it ended) — and the most it can hold then."""
     kv = np.asarray(held, dtype=float)[:, None] + HORIZON[None, :]
-    return kv * alive, kv * kv * alive * (1.0 - alive)
+    return kv * alive, kv * kv * alive * (1.0 - alive), kv * (alive > 0)
 
 
 def calibrated_progress(
@@ -106,10 +108,12 @@ def calibrated_progress(
     return out
 
 
-def expected_peak(mean: np.ndarray, var: np.ndarray) -> float:
-    """The most KV the requests will hold at any step ahead, with PEAK_Z deviations to spare:
-    a request that ends frees its cells, one that runs on grows by one a step."""
-    return float((mean + PEAK_Z * np.sqrt(np.maximum(var, 0.0))).max())
+def expected_peak(mean: np.ndarray, var: np.ndarray, most: np.ndarray) -> float:
+    """The most KV the requests will hold at any step ahead, with PEAK_Z deviations to spare
+    but never more than they hold if none ends (`most`): a request that ends frees its cells,
+    one that runs on grows by one a step."""
+    spare = mean + PEAK_Z * np.sqrt(np.maximum(var, 0.0))
+    return float(np.minimum(spare, most).max())
 
 
 # SGLang 0.5's own admission (schedule_policy.py `add_one_req`, mem_cache/prefill_budget.py):
@@ -227,12 +231,15 @@ def server_admits(
         view.max_running
     ):
         return False
-    if view.kv_mean is not None and view.kv_var is not None and alive is not None:
-        mean, var = kv_moments(np.array([prompt or tokens]), alive[None, :])
-        if (
-            expected_peak(view.kv_mean + mean[0], view.kv_var + var[0])
-            > PEAK_SHARE * view.kv_tokens
-        ):
+    if (
+        view.kv_mean is not None
+        and view.kv_var is not None
+        and view.kv_most is not None
+        and alive is not None
+    ):
+        mean, var, most = kv_moments(np.array([prompt or tokens]), alive[None, :])
+        peak = expected_peak(view.kv_mean + mean[0], view.kv_var + var[0], view.kv_most + most[0])
+        if peak > PEAK_SHARE * view.kv_tokens:
             return False  # it would be retracted, or push another out, before it ends
     queued = queued_estimate(view)
     if queued is not None and queued >= queue_target(view.running):

@@ -94,7 +94,7 @@ def server_views(
         if est is not None and len(of):
             # Each one's chance to run on, from the lengths finished and running ones show.
             alive[of] = est.survival(list(made[of]), HORIZON)
-    mean, var = kv_moments(table[:, 2] + made, alive)
+    mean, var, most = kv_moments(table[:, 2] + made, alive)
     out = []
     for s, (view, mine, since) in zip(servers, views):
         out.append(
@@ -105,6 +105,7 @@ def server_views(
                 max_new=table[mine, 4],
                 kv_mean=mean[mine].sum(axis=0),
                 kv_var=var[mine].sum(axis=0),
+                kv_most=most[mine].sum(axis=0),
                 freed=float(sum(since)),
                 landed=len(since),
                 new_token_ratio=(

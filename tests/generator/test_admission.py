@@ -251,14 +251,18 @@ def _ends_after(steps: float) -> np.ndarray:
 def test_expected_peak_counts_growth_until_each_request_ends():
     # Two requests of 100 held: one ends in 10 steps, the other in 50 — the peak is just before
     # the first ends (2 × 109 = 218), not their final sizes summed (110 + 150).
-    mean, var = kv_moments(np.array([100.0, 100.0]), np.stack([_ends_after(10), _ends_after(50)]))
-    assert expected_peak(mean.sum(0), var.sum(0)) == 218
-    # Uncertain lengths leave a margin: 100 requests each ending now or running on, even odds.
-    mean, var = kv_moments(np.full(100, 100.0), np.full((100, len(HORIZON)), 0.5))
-    sure, _ = kv_moments(np.full(50, 100.0), np.ones((50, len(HORIZON))))
-    assert expected_peak(sure.sum(0), np.zeros(len(HORIZON))) < expected_peak(
-        mean.sum(0), var.sum(0)
+    mean, var, most = kv_moments(
+        np.array([100.0, 100.0]), np.stack([_ends_after(10), _ends_after(50)])
     )
+    assert expected_peak(mean.sum(0), var.sum(0), most.sum(0)) == 218
+    # Uncertain lengths leave a margin: 100 requests each ending now or running on, even odds,
+    # are expected to peak above 50 that surely run on...
+    rows = kv_moments(np.full(100, 100.0), np.full((100, len(HORIZON)), 0.5))
+    sure = kv_moments(np.full(50, 100.0), np.ones((50, len(HORIZON))))
+    assert expected_peak(*(a.sum(0) for a in sure)) < expected_peak(*(a.sum(0) for a in rows))
+    # ... but never above what they hold if none ends: four big ones, coin flips each.
+    few = kv_moments(np.full(4, 1_000.0), np.full((4, len(HORIZON)), 0.9) * _ends_after(5))
+    assert expected_peak(*(a.sum(0) for a in few)) == 4 * (1_000 + 4)
 
 
 def test_auto_mode_admits_while_the_expected_peak_fits_the_pool():
@@ -268,8 +272,8 @@ def test_auto_mode_admits_while_the_expected_peak_fits_the_pool():
     # 20 coding requests half-way: 4,000 prompt + 2,000 made, ending in 1,800 steps: they
     # peak at 20 × (6,000 + the last step weighed before 1,800).
     last = HORIZON[HORIZON < 1_800].max()
-    mean, var = kv_moments(np.full(20, 6_000.0), np.tile(_ends_after(1_800), (20, 1)))
-    view = ServerView(kv, None, 20, 0, kv_mean=mean.sum(0), kv_var=var.sum(0))
+    mean, var, most = kv_moments(np.full(20, 6_000.0), np.tile(_ends_after(1_800), (20, 1)))
+    view = ServerView(kv, None, 20, 0, kv_mean=mean.sum(0), kv_var=var.sum(0), kv_most=most.sum(0))
     assert 20 * (6_000 + last) <= PEAK_SHARE * kv < 20 * (6_000 + last) + 4_000
     # Another coding request (4,000 prompt, 3,800 to go) would push them past the pool before
     # they end; a short one that ends within 100 steps leaves their peak as it is.
