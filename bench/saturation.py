@@ -254,10 +254,12 @@ def main() -> None:
             # draftgen's admission (against fixed 150 on the very same server).
             plain = runs.get(Client("150", "sglang"))
             res.notes.append(
-                f"{scenario}: draftgen auto ÷ fixed 150 on the same server (draftgen's, "
-                f"conservativeness {same['c']:g}): {a['tps'] / same['tps']:.3f}"
+                f"{scenario}: draftgen auto ÷ fixed 150 on the server draftgen renders for a "
+                f"fixed-concurrency job (conservativeness {same['c']:g}; draftgen's own runs at "
+                f"{a['c']:g}, and the lever table compares both clients at each value): "
+                f"{a['tps'] / same['tps']:.3f}"
                 + (
-                    f"; fixed 150 on draftgen's server ÷ on SGLang's default: "
+                    f"; fixed 150 on that server ÷ on SGLang's default: "
                     f"{same['tps'] / plain['tps']:.3f} (the server's setting alone)"
                     if plain is not None
                     else ""
