@@ -70,7 +70,8 @@ def test_kimi_server_flags_come_from_the_spec() -> None:
     assert flag("--tp-size") == "8"
     assert flag("--mem-fraction-static") == "0.88"
     assert flag("--kv-cache-dtype") == "bf16"
-    assert flag("--schedule-conservativeness") == "0.5"  # the spec's default, said explicitly
+    # Unset with auto concurrency: 0.1, said explicitly (0.5 with fixed: test_conservativeness).
+    assert flag("--schedule-conservativeness") == "0.1"
     assert flag("--context-length") == "65536"
     assert flag("--port") == "30000" and flag("--host") == "0.0.0.0"
     # hicache is per rank: 48, not 384.
