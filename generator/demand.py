@@ -58,7 +58,9 @@ def server_views(
     of its pool (oldest sent first: the server runs them first), its live reservation ratio,
     and what our requests that ended since its last reading freed (`ended`: by `id(server)`,
     (when, KV tokens held) of each)."""
-    # One row per request in flight: server, when sent, prompt, tokens made, limit, dataset.
+    # One row per request in flight: server (its index), when sent, prompt, tokens made, limit,
+    # dataset.
+    index = {id(s): i for i, s in enumerate(servers)}
     rows: list[tuple[int, float, float, float, float, int]] = []
     estimates = []
     for d, ds in enumerate(datasets):
@@ -66,13 +68,15 @@ def server_views(
         estimates.append(ds.model.estimate(progress) if ds.flights else None)
         for f, m in zip(ds.flights.values(), progress):
             limit = ds.sampling.max_new_tokens
-            rows.append((id(f.server), f.sent_at or now, len(f.sample.input_ids), m, limit, d))
+            rows.append(
+                (index[id(f.server)], f.sent_at or now, len(f.sample.input_ids), m, limit, d)
+            )
     table = np.array(rows, dtype=float).reshape(-1, 6)
     made = table[:, 3].copy()
     views = []
-    for s in servers:
+    for i, s in enumerate(servers):
         view = s.view(now)
-        mine = np.flatnonzero(table[:, 0] == id(s))
+        mine = np.flatnonzero(table[:, 0] == i)
         mine = mine[np.argsort(table[mine, 1], kind="stable")]
         since = (
             [n for t, n in (ended or {}).get(id(s), ()) if t > s.load.at]
