@@ -20,7 +20,7 @@ import random
 import statistics
 from collections import deque
 
-from draftgen.generator.admission import LengthModel, budget_admits, progress_speed
+from draftgen.generator.scheduling.admission import LengthModel, budget_admits, progress_speed
 
 SCENARIOS = {
     # name: (budget, maxNewTokens, length sampler)

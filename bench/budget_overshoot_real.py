@@ -54,7 +54,7 @@ def _write_inputs(directory: Path, rows: int, args: argparse.Namespace) -> Path:
 
 
 async def _run(job_path: Path, url: str, out: Path) -> tuple[object, int]:
-    from draftgen.generator.inputs import iter_samples, open_tokenizer
+    from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
     from draftgen.generator.run import Runner, Settings
     from draftgen.spec import load_job
 

@@ -150,9 +150,9 @@ def run_draftgen(
 ) -> dict:
     """One `Runner` run against the simulated server; the dataset's ledger figures. With
     `diagnose`, also what admission believed at its last admission against the truth."""
-    import draftgen.generator.demand as run_module  # where admission calls budget_admits
+    import draftgen.generator.scheduling.demand as run_module  # where admission calls budget_admits
+    from draftgen.generator.prompts.samples import Sample
     from draftgen.generator.run import Runner, Settings
-    from draftgen.generator.samples import Sample
     from draftgen.spec import parse_job
 
     job = parse_job(

@@ -240,7 +240,7 @@ def read_sglang_metrics(url: str, timeout: float = 5.0) -> dict[str, float]:
     reads them."""
     import httpx
 
-    from draftgen.generator.client import parse_metrics
+    from draftgen.generator.sglang.client import parse_metrics
 
     return parse_metrics(httpx.get(f"{url}/metrics", timeout=timeout).text)
 

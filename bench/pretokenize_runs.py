@@ -17,8 +17,8 @@ from pretokenize_workload import job_for, tools_job, write_tool_rows
 
 def tool_bearing(work: Path, prompts: int, rounds: int) -> tuple[list[list], Goal, str]:
     """Rows, the goal and a note of the tool-bearing comparison (see the module docstring)."""
-    from draftgen.generator.inputs import iter_samples, open_tokenizer
-    from draftgen.generator.samples import Sample
+    from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
+    from draftgen.generator.prompts.samples import Sample
 
     write_tool_rows(work / "tools-warm.jsonl", 20, seed=3)
     distinct = write_tool_rows(work / "tools.jsonl", prompts, seed=4)
@@ -107,8 +107,8 @@ def tool_bearing(work: Path, prompts: int, rounds: int) -> tuple[list[list], Goa
 
 def draftgen_rate(workdir: Path, workers: int) -> tuple[float, int, int]:
     """(prompts/s, prompts, prompt tokens) of `iter_samples` over the main dataset."""
-    from draftgen.generator.inputs import iter_samples, open_tokenizer
-    from draftgen.generator.samples import Sample
+    from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
+    from draftgen.generator.prompts.samples import Sample
 
     job = job_for(workdir, workers)
     with open_tokenizer(job, workdir, workers=workers) as ctx:
@@ -192,7 +192,7 @@ class Timings:
 
 def time_paths(work: Path, rounds: int, max_workers: int) -> Timings:
     """The bare paths and draftgen's, over `work`'s main.jsonl (warm.jsonl warms each pool up)."""
-    from draftgen.generator.pretokenize import load_tokenizer
+    from draftgen.generator.prompts.pretokenize import load_tokenizer
 
     tok = load_tokenizer(str(TINY_KIMI), False)
     backend = tok.backend_tokenizer
@@ -231,7 +231,7 @@ def time_paths(work: Path, rounds: int, max_workers: int) -> Timings:
         ]
         backend.encode_batch(full, add_special_tokens=False)
 
-    from draftgen.generator.inputs import iter_samples, open_tokenizer
+    from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
 
     worker_counts = [0] + list(range(1, max_workers + 1))
     contexts = {}

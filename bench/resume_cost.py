@@ -97,7 +97,7 @@ def main() -> None:
         import cProfile
         import pstats
 
-        from draftgen.generator.resume import scan_dataset
+        from draftgen.output.resume import scan_dataset
         from draftgen.spec import Budget
 
         prof = cProfile.Profile()

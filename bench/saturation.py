@@ -63,8 +63,8 @@ def run_client(
 ) -> dict:
     """One client on a fresh simulated server; `conservativeness` sets the job's
     `server.scheduleConservativeness` (None: the spec's default)."""
+    from draftgen.generator.prompts.samples import Sample
     from draftgen.generator.run import Runner, Settings
-    from draftgen.generator.samples import Sample
 
     shapes = SCENARIOS[scenario]
     job = job_for(shapes, client, budget, conservativeness)

@@ -20,7 +20,7 @@ DATASETS = {  # name: (format, maxNewTokens)
     "chat": ("messages", 96),
     "long": ("prompt", 256),
 }
-# What draftgen sends besides the prompt and maxNewTokens (generator/client.py).
+# What draftgen sends besides the prompt and maxNewTokens (generator/sglang/client.py).
 DRAFTGEN_SAMPLING = {"stop_token_ids": STOP_IDS, "skip_special_tokens": False, "no_stop_trim": True}
 
 

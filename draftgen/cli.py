@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "preflight": ("draftgen.commands.preflight", "check a job's inputs and tokenizer, no server"),
     "download": ("draftgen.commands.download", "fetch hf:// weights into a directory, resumably"),
     "generate": ("draftgen.generator.cli", "run a GenerationJob against SGLang servers"),
-    "stats": ("draftgen.generator.stats", "summarise an output directory per dataset"),
+    "stats": ("draftgen.commands.stats", "summarise an output directory per dataset"),
     "top": ("draftgen.top.cli", "live view of a running job: cluster, metrics URL or directory"),
     "export": ("draftgen.export.cli", "convert records for drafter trainers"),
     "operator": ("draftgen.controller.cli", "run the Kubernetes operator"),

@@ -23,7 +23,7 @@ def _setup_logging(live: bool, log_format: str = "text") -> None:
     else:
         handler = logging.StreamHandler(sys.stderr)
         if log_format == "json":
-            from .progress import json_logging
+            from draftgen.generator.telemetry.progress import json_logging
 
             json_logging(handler)
         else:
@@ -42,10 +42,9 @@ def _setup_logging(live: bool, log_format: str = "text") -> None:
 
 def run(args: argparse.Namespace) -> int:
     from draftgen.contract.job_argument import job_files
+    from draftgen.generator.run import RunError, Runner, Settings
+    from draftgen.output.writer import DiskFull
     from draftgen.spec import SpecError, load_job_document
-
-    from .run import RunError, Runner, Settings
-    from .writer import DiskFull
 
     live = {"auto": sys.stderr.isatty(), "live": True, "log": False}[args.progress]
     _setup_logging(live, args.log_format)
@@ -61,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if args.inputs is not None:
         # In a cluster (`--inputs` is the inputs volume) sources must stay on that volume: an
         # absolute path or a symlink leading elsewhere would read the container's own files.
-        from .inputs import dataset_files
-        from .sources import SourceError as _SourceError
+        from draftgen.generator.prompts.inputs import dataset_files
+        from draftgen.generator.rows.sources import SourceError as _SourceError
 
         for dataset in job.spec.datasets:
             try:
@@ -81,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     # Like every other relative path of the job, spec.output.path resolves from the job file's
     # directory (the operator always passes --output: mountPath/path).
     output = args.output if args.output is not None else document.base_dir / job.spec.output.path
-    from .preflight import ArgumentProblem, check_arguments, write_problem
+    from draftgen.generator.arguments import ArgumentProblem, check_arguments, write_problem
 
     try:
         check_arguments(args.servers, output, args.metrics_port)
@@ -99,11 +98,11 @@ def run(args: argparse.Namespace) -> int:
         generationjob=args.generationjob,
         namespace=args.namespace,
     )
-    from .input_preflight import InputsRefused, check_inputs, problems
-    from .inputs import sample_source
-    from .integrity import IntegrityError as InputIntegrityError
-    from .pretokenize import TokenizerError, open_tokenizer
-    from .sources import SourceError
+    from draftgen.generator.prompts.input_preflight import InputsRefused, check_inputs, problems
+    from draftgen.generator.prompts.inputs import sample_source
+    from draftgen.generator.prompts.integrity import IntegrityError as InputIntegrityError
+    from draftgen.generator.prompts.pretokenize import TokenizerError, open_tokenizer
+    from draftgen.generator.rows.sources import SourceError
 
     try:
         with open_tokenizer(job, base_dir) as ctx:
@@ -152,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _exports(job, output: Path, args: argparse.Namespace) -> int:
     """spec.exports once every dataset is done, and their results in `--result-file`."""
-    from .exports import ExportFailed, run_exports, write_results
+    from draftgen.generator.exports import ExportFailed, run_exports, write_results
 
     root = args.exports_root if args.exports_root is not None else output.resolve().parent
     try:

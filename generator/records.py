@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from draftgen.contract import layout
+from draftgen.generator.prompts.samples import Reject, Sample
+from draftgen.generator.sglang.client import Generation
+from draftgen.generator.telemetry.metrics import GeneratorMetrics
+from draftgen.generator.telemetry.rate import eta_seconds
+from draftgen.output.fields import reject_key_of
+from draftgen.output.ledger import Ledger
+from draftgen.output.writer import DatasetWriter, atomic_write_json
 from draftgen.redact import redact_text, redact_url
 from draftgen.spec import GenerationJob
 from draftgen.timefmt import rfc3339
-
-from .budget import Ledger
-from .client import Generation
-from .metrics import GeneratorMetrics
-from .rate import eta_seconds
-from .samples import Reject, Sample
-from .writer import DatasetWriter, atomic_write_json
 
 
 class DatasetOutput(Protocol):
@@ -84,14 +84,6 @@ def reject_record(r: Reject) -> dict[str, Any]:
 def reject_key(r: Reject) -> tuple:
     """What makes a reject the same one again (a resumed run does not record it twice)."""
     return reject_key_of(r.id, r.source_index, r.reason)
-
-
-def reject_key_of(rid: object, source_index: object, reason: object) -> tuple:
-    """A reject with a sample id is that sample's, wherever its row moved in the source (rows
-    inserted above it shift its index); one without an id (an unreadable row) is its row's."""
-    if isinstance(rid, str):
-        return (rid, reason)
-    return (None, source_index, reason)
 
 
 def write_manifests(

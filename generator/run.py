@@ -16,24 +16,23 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from draftgen.generator.prompts.samples import TOOL_FALLBACK, Reject, Sample
+from draftgen.generator.records import generation_record, reject_key, reject_record, write_manifests
+from draftgen.generator.run_settings import SampleSource, Settings
+from draftgen.generator.scheduling.admission import progress_speed
+from draftgen.generator.scheduling.capacity import HORIZON, Ready, next_launch
+from draftgen.generator.scheduling.datasets import Dataset, Flight, cancel_flights, open_datasets
+from draftgen.generator.scheduling.demand import budget_admits_sample, server_views
+from draftgen.generator.scheduling.feed import Feed
+from draftgen.generator.sglang.attempts import attempt
+from draftgen.generator.sglang.client import Generation, sampling_params
+from draftgen.generator.sglang.fleet import Fleet, RunError, Server, ServersDown
+from draftgen.generator.telemetry.metrics import GeneratorMetrics, job_labels
+from draftgen.generator.telemetry.progress import Progress, RateMeter, eta_seconds, server_figures
+from draftgen.output.ledger import Ledger
+from draftgen.output.lock import OutputLock
+from draftgen.output.writer import DiskFull
 from draftgen.spec import DatasetSpec, GenerationJob
-
-from .admission import progress_speed
-from .attempts import attempt
-from .budget import Ledger
-from .capacity import HORIZON, Ready, next_launch
-from .client import Generation, sampling_params
-from .datasets import Dataset, Flight, cancel_flights, open_datasets
-from .demand import budget_admits_sample, server_views
-from .feed import Feed
-from .fleet import Fleet, RunError, Server, ServersDown
-from .lock import OutputLock
-from .metrics import GeneratorMetrics, job_labels
-from .progress import Progress, RateMeter, eta_seconds, server_figures
-from .records import generation_record, reject_key, reject_record, write_manifests
-from .run_settings import SampleSource, Settings
-from .samples import TOOL_FALLBACK, Reject, Sample
-from .writer import DiskFull
 
 __all__ = ["RunError", "Runner", "SampleSource", "ServersDown", "Settings"]
 

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import httpx
 
+from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.spec import DatasetSpec
-
-from .samples import Reject, Sample
 
 SampleSource = Callable[[DatasetSpec, frozenset, "int | None"], Iterator["Sample | Reject"]]
 """(dataset, ids already done, longest prompt the servers accept) → samples and rejects."""

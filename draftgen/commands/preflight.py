@@ -1,5 +1,5 @@
 """`draftgen preflight`: the operator's preflight Job (and anyone's) — a job's inputs and tokenizer
-checked before any server is created (`generator/input_preflight.py`). Prints the report, writes
+checked before any server is created (`generator/prompts/input_preflight.py`). Prints the report, writes
 it as JSON to `--report` (the termination log in a cluster) and exits with `ExitCode.OK`,
 `INVALID` (a dataset) or `INTEGRITY` (the tokenizer or the chat template)."""
 
@@ -16,7 +16,7 @@ __all__ = ["add_arguments", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
-    from draftgen.generator.input_preflight import (
+    from draftgen.generator.prompts.input_preflight import (
         preflight,
         problems,
         summary_lines,

@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_tokenizer(job: GenerationJob, base_dir: Path) -> str:
     """Load the tokenizer as the generator does; a one-line summary, or TokenizerError /
     IntegrityError with the generator's own message."""
-    from draftgen.generator.pretokenize import open_tokenizer
+    from draftgen.generator.prompts.pretokenize import open_tokenizer
 
     with open_tokenizer(job, base_dir, workers=0) as ctx:
         tok = ctx.tokenizer
@@ -105,8 +105,8 @@ def problems_of(doc: JobDocument, local: bool) -> tuple[GenerationJob | None, li
 
 
 def _tokenizer_status(doc: JobDocument, job: GenerationJob) -> ExitCode:
-    from draftgen.generator.integrity import IntegrityError
-    from draftgen.generator.pretokenize import TokenizerError
+    from draftgen.generator.prompts.integrity import IntegrityError
+    from draftgen.generator.prompts.pretokenize import TokenizerError
 
     try:
         print(f"  {check_tokenizer(job, doc.base_dir)}")
@@ -122,7 +122,7 @@ def _tokenizer_status(doc: JobDocument, job: GenerationJob) -> ExitCode:
 def _inputs_status(doc: JobDocument, job: GenerationJob) -> ExitCode:
     """The preflight here (as the operator's preflight Job and `generate` run it); its exit
     code is the one `draftgen preflight` would give (2 a dataset, 3 the tokenizer)."""
-    from draftgen.generator.input_preflight import preflight, problems, summary_lines
+    from draftgen.generator.prompts.input_preflight import preflight, problems, summary_lines
 
     report, code = preflight(job, doc.base_dir)
     print("\n".join(f"  {line}" for line in summary_lines(report)))

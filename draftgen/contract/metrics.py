@@ -1,7 +1,7 @@
 """The generator's Prometheus series (docs/metrics.md): names, help, label names and the closed
 sets of label values, defined once.
 
-`generator/metrics.py` builds its prometheus_client objects from these definitions, and
+`generator/telemetry/metrics.py` builds its prometheus_client objects from these definitions, and
 docs/metrics.md is generated from them (`make metrics-doc`; tests/contract checks it is current).
 The page is read back by `read_generator_page` below, the one parser `operator/progress.py` and
 `draftgen top` both call: it knows the names and labels because this module owns them.

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import draftgen.safe_json as safe_json
+from draftgen.commands.stats import job_datasets
 from draftgen.contract import layout
-from draftgen.generator import safe_json
-from draftgen.generator.stats import job_datasets
 
 REQUIRED_FIELDS = ("id", "dataset", "input_ids", "output_ids", "finish_reason")
 MAX_TOKEN_ID = 2**31

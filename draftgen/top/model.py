@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from draftgen.contract.saturation import LoadPoint, Verdict, verdict
-from draftgen.dataset_figures import DatasetFigures, job_eta
+from draftgen.output.figures import DatasetFigures, job_eta
 
 RATE_WINDOW_SECONDS = 60.0
 """Tokens/s are measured over the last minute of snapshots (as the generator's own gauge)."""

@@ -15,7 +15,7 @@ from types import ModuleType
 import httpx
 import pytest
 
-from draftgen.generator.client import parse_metrics
+from draftgen.generator.sglang.client import parse_metrics
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

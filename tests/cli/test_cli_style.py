@@ -17,7 +17,7 @@ import yaml
 
 from draftgen.cli import main
 from draftgen.contract.generator_cli import ExitCode
-from draftgen.generator.budget import Ledger
+from draftgen.output.ledger import Ledger
 from draftgen.spec import Budget
 from draftgen.timefmt import IsoFormatter, rfc3339
 from tests.export.builders import synthetic_records, write_output

@@ -11,9 +11,9 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from draftgen.contract import metrics, metrics_doc
-from draftgen.generator.budget import Ledger
-from draftgen.generator.metrics import GeneratorMetrics, job_labels
-from draftgen.generator.samples import Reject
+from draftgen.generator.prompts.samples import Reject
+from draftgen.generator.telemetry.metrics import GeneratorMetrics, job_labels
+from draftgen.output.ledger import Ledger
 from draftgen.spec import Budget
 
 REPO = Path(__file__).resolve().parents[2]

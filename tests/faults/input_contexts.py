@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from draftgen.generator.inputs import open_tokenizer
+from draftgen.generator.prompts.inputs import open_tokenizer
 from draftgen.spec import parse_job
 from tests.jobs import job_document, kimi_like_model
 

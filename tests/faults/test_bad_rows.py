@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from draftgen.generator.samples import Reject, Sample
+from draftgen.generator.prompts.samples import Reject, Sample
 from tests.generator.gen_helpers import samples_of
 from tests.jobs import dataset
 
@@ -101,7 +101,7 @@ def _lead(fmt: str) -> list[bytes]:
         },
         "pretokenized": {"input_ids": [1, 2, 3]},
     }[fmt]
-    from draftgen.generator.integrity import STRICT_TOOL_SAMPLES
+    from draftgen.generator.prompts.integrity import STRICT_TOOL_SAMPLES
 
     return [json.dumps({**good, "id": f"lead{i}"}).encode() for i in range(STRICT_TOOL_SAMPLES + 1)]
 

@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from draftgen.contract.server_info import model_len, parse_server_info
-from draftgen.generator.integrity import IntegrityError
+from draftgen.generator.prompts.integrity import IntegrityError
+from draftgen.generator.prompts.samples import Sample
 from draftgen.generator.run import Runner, Settings
-from draftgen.generator.samples import Sample
 from draftgen.spec import parse_job
 from tests.jobs import job_document
 

@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from draftgen.generator.integrity import IntegrityError
+from draftgen.generator.prompts.integrity import IntegrityError
 from tests.generator.gen_helpers import records, run_inprocess, write_job, write_jsonl
 
 pytestmark = pytest.mark.sglang

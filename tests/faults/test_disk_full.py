@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from draftgen.generator.resume import scan_dataset
+from draftgen.output.resume import scan_dataset
 from draftgen.spec import Budget
 
 from .gen_run import (

@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from draftgen.generator.inputs import iter_samples
-from draftgen.generator.integrity import STRICT_TOOL_SAMPLES
-from draftgen.generator.samples import Reject, Sample
+from draftgen.generator.prompts.inputs import iter_samples
+from draftgen.generator.prompts.integrity import STRICT_TOOL_SAMPLES
+from draftgen.generator.prompts.samples import Reject, Sample
 from tests.jobs import dataset
 
 from .input_contexts import input_contexts

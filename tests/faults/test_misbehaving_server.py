@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
+from draftgen.generator.prompts.samples import Sample
 from draftgen.generator.run import Runner, Settings
-from draftgen.generator.samples import Sample
 from draftgen.spec import parse_job
 from tests.jobs import job_document
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from draftgen.contract.generator_cli import ExitCode
-from draftgen.generator.lock import LEASE_FILE, OutputLock, OutputLocked
+from draftgen.output.lock import LEASE_FILE, OutputLock, OutputLocked
 
 from .gen_run import (
     Run,
@@ -91,7 +91,7 @@ def test_a_crashed_writer_leaves_nothing_that_blocks_the_next(tmp_path):
     # A real process takes the lock and is SIGKILLed: flock goes with it, the lease names a dead
     # pid on this host, and the next run recovers at once (no waiting for the heartbeat to age).
     code = (
-        "import sys, time; from pathlib import Path; from draftgen.generator.lock import OutputLock\n"
+        "import sys, time; from pathlib import Path; from draftgen.output.lock import OutputLock\n"
         "OutputLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(600)"
     )
     proc = subprocess.Popen(

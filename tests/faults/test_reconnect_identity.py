@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from draftgen.contract.generator_cli import ExitCode
-from draftgen.generator.fleet import Fleet
-from draftgen.generator.integrity import IntegrityError
-from draftgen.generator.metrics import GeneratorMetrics
+from draftgen.generator.prompts.integrity import IntegrityError
+from draftgen.generator.sglang.fleet import Fleet
+from draftgen.generator.telemetry.metrics import GeneratorMetrics
 from draftgen.testing.sglang import SGLangServer, free_port
 from tests.conftest import SGLANG_VENV, TINY_KIMI
 

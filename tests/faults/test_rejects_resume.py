@@ -8,8 +8,8 @@ import asyncio
 import json
 from pathlib import Path
 
+from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.generator.run import Runner, Settings
-from draftgen.generator.samples import Reject, Sample
 from draftgen.spec import parse_job
 from tests.jobs import job_document
 

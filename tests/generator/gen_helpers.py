@@ -156,7 +156,7 @@ def generate_tools_dataset(
 
 def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
     """Run the job in this process (the real input side, the real server); the Runner."""
-    from draftgen.generator.inputs import open_tokenizer, sample_source
+    from draftgen.generator.prompts.inputs import open_tokenizer, sample_source
     from draftgen.generator.run import Runner, Settings
     from draftgen.spec import load_job
 
@@ -176,7 +176,7 @@ def run_inprocess(job_path: Path, url: str, output: Path, **settings: Any):
 def samples_of(job: Any, ctx: Any, base_dir: Path, dataset: int = 0, **kwargs: Any) -> list:
     """Every item (Sample or Reject) the input side makes of the job's `dataset`-th dataset with
     the tokenizer context `ctx`; `kwargs` as iter_samples takes them."""
-    from draftgen.generator.inputs import iter_samples
+    from draftgen.generator.prompts.inputs import iter_samples
 
     return list(
         iter_samples(
@@ -187,8 +187,8 @@ def samples_of(job: Any, ctx: Any, base_dir: Path, dataset: int = 0, **kwargs: A
 
 def expected_ids(job_path: Path, dataset: str) -> list[str]:
     """Every sample id the input side makes of a dataset (what a run without budget holds)."""
-    from draftgen.generator.inputs import iter_samples, open_tokenizer
-    from draftgen.generator.samples import Sample
+    from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
+    from draftgen.generator.prompts.samples import Sample
     from draftgen.spec import load_job
 
     job = load_job(job_path)

@@ -10,8 +10,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from draftgen.generator.admission import MIN_OBSERVATIONS, LengthModel, budget_admits, samples_admit
-from draftgen.generator.capacity import (
+from draftgen.generator.scheduling.admission import (
+    MIN_OBSERVATIONS,
+    LengthModel,
+    budget_admits,
+    samples_admit,
+)
+from draftgen.generator.scheduling.capacity import (
     HORIZON,
     PEAK_SHARE,
     ServerView,

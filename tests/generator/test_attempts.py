@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from draftgen.generator.attempts import attempt
-from draftgen.generator.client import SGLangClient
-from draftgen.generator.datasets import Flight
-from draftgen.generator.fleet import Server
-from draftgen.generator.metrics import GeneratorMetrics
-from draftgen.generator.samples import Sample
+from draftgen.generator.prompts.samples import Sample
+from draftgen.generator.scheduling.datasets import Flight
+from draftgen.generator.sglang.attempts import attempt
+from draftgen.generator.sglang.client import SGLangClient
+from draftgen.generator.sglang.fleet import Server
+from draftgen.generator.telemetry.metrics import GeneratorMetrics
 
 
 class _ComesBackAsAnotherModel:

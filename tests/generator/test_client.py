@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from draftgen.generator.client import (
+from draftgen.generator.sglang.client import (
     Aborted,
     BadResponse,
     ServerUnavailable,

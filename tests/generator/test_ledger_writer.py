@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from draftgen.generator.budget import Ledger
-from draftgen.generator.resume import scan_dataset
-from draftgen.generator.writer import (
+from draftgen.output.ledger import Ledger
+from draftgen.output.resume import scan_dataset
+from draftgen.output.writer import (
     AppendFile,
     DatasetWriter,
     DiskFull,

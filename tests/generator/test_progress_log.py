@@ -7,9 +7,14 @@ import json
 import logging
 
 from draftgen.contract.generator_cli import Flag
-from draftgen.generator.budget import Ledger
-from draftgen.generator.logs import JsonFormatter
-from draftgen.generator.progress import Progress, ServerFigures, server_figures, text_block
+from draftgen.generator.telemetry.logs import JsonFormatter
+from draftgen.generator.telemetry.progress import (
+    Progress,
+    ServerFigures,
+    server_figures,
+    text_block,
+)
+from draftgen.output.ledger import Ledger
 from draftgen.spec import Budget
 
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from draftgen.contract import layout
-from draftgen.generator.datasets import open_datasets
-from draftgen.generator.fingerprint import FINGERPRINT_FILE, SpecChanged
-from draftgen.generator.metrics import GeneratorMetrics
 from draftgen.generator.records import write_manifests
+from draftgen.generator.scheduling.datasets import open_datasets
+from draftgen.generator.telemetry.metrics import GeneratorMetrics
+from draftgen.output.fingerprint import FINGERPRINT_FILE, SpecChanged
 from draftgen.spec import parse_job
 from tests.jobs import job_document
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from draftgen.cli import main
-from draftgen.generator.budget import Ledger
+from draftgen.output.ledger import Ledger
 from draftgen.spec import Budget
 from tests.export.builders import record
 

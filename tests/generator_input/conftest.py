@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from draftgen.generator.inputs import open_tokenizer
-from draftgen.generator.samples import Reject, Sample
+from draftgen.generator.prompts.inputs import open_tokenizer
+from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.spec import parse_job
 from draftgen.testing import families
 from tests.generator.gen_helpers import KIMI_SPECIAL_TOKENS, samples_of, write_jsonl

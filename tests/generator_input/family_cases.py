@@ -14,9 +14,9 @@ from typing import Any
 import yaml
 from transformers import AutoTokenizer
 
-from draftgen.generator.identity import select_turns
-from draftgen.generator.inputs import iter_samples, open_tokenizer
-from draftgen.generator.samples import Reject, Sample
+from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
+from draftgen.generator.prompts.samples import Reject, Sample
+from draftgen.generator.rows.identity import select_turns
 from draftgen.spec import parse_job
 from tests.generator.gen_helpers import WEATHER_TOOL, write_jsonl
 

@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from draftgen.generator.inputs import iter_samples, open_tokenizer
-from draftgen.generator.samples import Sample
+from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
+from draftgen.generator.prompts.samples import Sample
 from draftgen.spec import load_job, parse_job
 from tests.jobs import job_document
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from draftgen.generator import render
-from draftgen.generator.inputs import iter_samples, open_tokenizer
-from draftgen.generator.samples import Reject, Sample
+from draftgen.generator.prompts import render
+from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
+from draftgen.generator.prompts.samples import Reject, Sample
 from tests.generator.gen_helpers import template_ids
 
 from .conftest import make_job, write_jsonl

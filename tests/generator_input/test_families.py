@@ -13,7 +13,7 @@ import pytest
 import yaml
 from transformers import AutoTokenizer
 
-from draftgen.generator.samples import Reject, Sample
+from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.testing import families
 
 from .family_cases import CASES, EXAMPLES, IDS, R_CALL, R_EARLIER, example_job, expected_ids, run

@@ -10,7 +10,7 @@ import copy
 import pytest
 from transformers import AutoTokenizer
 
-from draftgen.generator.samples import Sample
+from draftgen.generator.prompts.samples import Sample
 from draftgen.testing import families
 from tests.generator.gen_helpers import write_jsonl
 
@@ -45,7 +45,7 @@ def test_deepseek_prompt_after_a_tool_result_has_no_generation_prompt(family_ren
 
 def test_deepseek_thinking_job_refuses_tool_results(family_tokenizer_dir, tmp_path):
     """The thinking job's `<think>` prefix is missing after a tool result: refused at start."""
-    from draftgen.generator.integrity import IntegrityError
+    from draftgen.generator.prompts.integrity import IntegrityError
 
     write_jsonl(tmp_path / "rows.jsonl", [rows(STRING_ARGS)["results"]])
     ds = {"name": "ds", "source": "rows.jsonl", "format": "messages", "turns": "all"}
@@ -56,7 +56,7 @@ def test_deepseek_thinking_job_refuses_tool_results(family_tokenizer_dir, tmp_pa
 
 def test_deepseek_template_without_tools_is_refused_for_tool_rows(family_tokenizer_dir, tmp_path):
     """The template DeepSeek-V3.1's tokenizer ships declares no tools: refused, not run."""
-    from draftgen.generator.integrity import IntegrityError
+    from draftgen.generator.prompts.integrity import IntegrityError
 
     write_jsonl(tmp_path / "rows.jsonl", [rows(STRING_ARGS)["tools"]])
     ds = {"name": "ds", "source": "rows.jsonl", "format": "messages"}

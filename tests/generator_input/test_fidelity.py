@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from draftgen.generator.client import Generation
-from draftgen.generator.formats import parse_conversation
-from draftgen.generator.glaive import QUOTED_ARGUMENTS
-from draftgen.generator.inputs import iter_samples
+from draftgen.generator.prompts.inputs import iter_samples
+from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.generator.records import generation_record
-from draftgen.generator.samples import Reject, Sample
+from draftgen.generator.rows.formats import parse_conversation
+from draftgen.generator.rows.glaive import QUOTED_ARGUMENTS
+from draftgen.generator.sglang.client import Generation
 from draftgen.spec import DatasetSpec
 from tests.generator.gen_helpers import WEATHER_TOOL, template_ids, write_jsonl
 
@@ -102,7 +102,7 @@ def test_the_arguments_string_is_kept_byte_for_byte_in_the_prompt(kimi, run_rows
     [("{city: Oslo}", "not valid JSON"), ('"Oslo"', "must be a JSON object"), ("[1]", "object")],
 )
 def test_arguments_that_are_not_a_json_object_are_rejected_with_the_reason(arguments, detail):
-    from draftgen.generator.formats import RowError
+    from draftgen.generator.rows.formats import RowError
 
     with pytest.raises(RowError) as err:
         parse_conversation("messages", call_row(arguments))
@@ -220,7 +220,7 @@ def test_every_reasoning_key_is_carried_through_as_given_in_messages_and_sharegp
         {"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "x", **keys}]},
     )
     assert conv.messages[1] == {"role": "assistant", "content": "x", **keys}
-    from draftgen.generator.formats import RowError
+    from draftgen.generator.rows.formats import RowError
 
     with pytest.raises(RowError, match="reasoning must be a string"):
         parse_conversation(
@@ -299,7 +299,7 @@ def test_a_messages_tool_turn_keeps_the_name_it_has_or_lacks():
 
 
 def test_tool_result_name_is_part_of_the_datasets_fingerprint_only_when_set(kimi_like_dir):
-    from draftgen.generator.fingerprint import dataset_fingerprint
+    from draftgen.output.fingerprint import dataset_fingerprint
 
     def fingerprint(**extra: Any) -> dict:
         job = make_job(
@@ -318,7 +318,7 @@ def test_an_output_of_an_earlier_prompt_rendering_is_not_resumed_silently(kimi_l
     their fingerprint) would mix two prompt shapes: refused with the way forward."""
     import json
 
-    from draftgen.generator.fingerprint import SpecChanged, check_fingerprint, dataset_fingerprint
+    from draftgen.output.fingerprint import SpecChanged, check_fingerprint, dataset_fingerprint
 
     job = make_job(kimi_like_dir, [{"name": "ds", "source": "d.jsonl", "format": "glaive"}])
     now = dataset_fingerprint(job, job.spec.datasets[0])

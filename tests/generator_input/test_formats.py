@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from draftgen.generator.formats import (
+from draftgen.generator.rows.formats import (
     RowError,
     parse_conversation,
     parse_pretokenized,
     parse_sharegpt,
 )
-from draftgen.generator.glaive import parse_glaive
+from draftgen.generator.rows.glaive import parse_glaive
 
 WEATHER = {
     "name": "get_weather",

@@ -7,9 +7,13 @@ import json
 import pytest
 from transformers import AutoTokenizer
 
-from draftgen.generator.inputs import iter_samples, open_tokenizer
-from draftgen.generator.integrity import STRICT_TOOL_SAMPLES, IntegrityError, tokenizer_fingerprint
-from draftgen.generator.samples import Reject, Sample
+from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
+from draftgen.generator.prompts.integrity import (
+    STRICT_TOOL_SAMPLES,
+    IntegrityError,
+    tokenizer_fingerprint,
+)
+from draftgen.generator.prompts.samples import Reject, Sample
 from tests.generator.gen_helpers import template_ids
 
 from .conftest import make_job, write_jsonl

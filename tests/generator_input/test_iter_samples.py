@@ -7,8 +7,8 @@ import json
 import pytest
 from transformers import AutoTokenizer
 
-from draftgen.generator.inputs import iter_samples, open_tokenizer
-from draftgen.generator.samples import Reject, Sample
+from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
+from draftgen.generator.prompts.samples import Reject, Sample
 from tests.generator.gen_helpers import template_ids
 
 from .conftest import make_job, write_jsonl
@@ -213,7 +213,7 @@ def test_shuffle_takes_the_same_subset_every_run(run_dataset):
 def test_worker_pool_gives_the_same_items_in_the_same_order_and_streams(
     run_dataset, tmp_path, kimi_like_dir
 ):
-    from draftgen.generator.pretokenize import BATCH_PROMPTS, RenderJob
+    from draftgen.generator.prompts.pretokenize import BATCH_PROMPTS, RenderJob
 
     rows = [{"prompt": f"question {i} " * (i % 7 + 1)} for i in range(60)] + ["{broken"]
     inline = run_dataset(rows, "prompt", workers=0)
@@ -254,7 +254,7 @@ def test_worker_pool_gives_the_same_items_in_the_same_order_and_streams(
 
 
 def test_hub_ids_resolve_and_fail_clearly_offline(tmp_path, monkeypatch):
-    from draftgen.generator.pretokenize import TokenizerError, resolve_tokenizer_location
+    from draftgen.generator.prompts.pretokenize import TokenizerError, resolve_tokenizer_location
 
     assert (
         resolve_tokenizer_location("hf://moonshotai/Kimi-K2.5", tmp_path) == "moonshotai/Kimi-K2.5"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from draftgen.generator.pretokenize import TokenizerError, load_tokenizer
-from draftgen.generator.tokenizer_imports import missing_package_message, missing_packages
+from draftgen.generator.prompts.pretokenize import TokenizerError, load_tokenizer
+from draftgen.generator.prompts.tokenizer_imports import missing_package_message, missing_packages
 
 MISSING = "draftgen_test_missing_tokenizer_dep"
 

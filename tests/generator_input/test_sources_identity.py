@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from draftgen.generator.identity import row_key, sample_id, select_turns
-from draftgen.generator.selection import permutation, select_rows
-from draftgen.generator.sources import RowIndex, SourceError, iter_rows, list_files
+from draftgen.generator.rows.identity import row_key, sample_id, select_turns
+from draftgen.generator.rows.selection import permutation, select_rows
+from draftgen.generator.rows.sources import RowIndex, SourceError, iter_rows, list_files
 from draftgen.spec import Selection
 
 from .conftest import write_jsonl
@@ -51,7 +51,7 @@ def test_parquet_rows_and_jsonl_rows_get_the_same_keys(tmp_path):
 
 @pytest.mark.parametrize("cache_bytes", [1, 1 << 30])  # evicting every group, or none
 def test_row_index_reads_any_row_of_jsonl_and_parquet(tmp_path, monkeypatch, cache_bytes):
-    import draftgen.generator.sources as sources
+    import draftgen.generator.rows.sources as sources
 
     monkeypatch.setattr(sources, "ROW_GROUP_CACHE_BYTES", cache_bytes)
     pq.write_table(

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from draftgen.generator.inputs import iter_samples, open_tokenizer
-from draftgen.generator.samples import Reject, Sample
+from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
+from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.spec import load_job
 from tests.generator.gen_helpers import template_ids
 
@@ -84,7 +84,7 @@ def test_the_ids_are_what_apply_chat_template_gives(demo):
 
     row = json.loads((base / chat.source).read_text().splitlines()[0])
     tok = AutoTokenizer.from_pretrained(TINY_KIMI)
-    from draftgen.generator.identity import select_turns
+    from draftgen.generator.rows.identity import select_turns
 
     [(_, prompt)] = select_turns(row["messages"], "last")
     expected = template_ids(tok, prompt)
@@ -100,7 +100,7 @@ TINY_CHATML = REPO / ".cache" / "models" / "tiny-chatml"
 )
 def test_the_kimi_job_with_another_models_tokenizer_is_refused(tmp_path):
     """demo.yaml's Kimi settings against the ChatML test model's tokenizer: wrong data, refused."""
-    from draftgen.generator.integrity import IntegrityError
+    from draftgen.generator.prompts.integrity import IntegrityError
 
     job = load_job(REPO / "examples" / "demo.yaml")
     job.spec.model.tokenizer = str(TINY_CHATML)

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from draftgen.contract import metrics as names
-from draftgen.generator import render
-from draftgen.generator.budget import Ledger
-from draftgen.generator.inputs import iter_samples, open_tokenizer
-from draftgen.generator.metrics import GeneratorMetrics
-from draftgen.generator.resume import scan_dataset
-from draftgen.generator.samples import TOOL_FALLBACK, Reject, Sample
+from draftgen.generator.prompts import render
+from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
+from draftgen.generator.prompts.samples import TOOL_FALLBACK, Reject, Sample
+from draftgen.generator.telemetry.metrics import GeneratorMetrics
+from draftgen.output.ledger import Ledger
+from draftgen.output.resume import scan_dataset
 from draftgen.spec import Budget
 from tests.generator.gen_helpers import WEATHER_TOOL, template_ids, write_jsonl
 
@@ -187,7 +187,7 @@ def test_the_tools_check_never_decodes_and_runs_once_per_distinct_tool_set(
 def test_a_prompt_that_lacks_its_tools_is_still_caught_without_decoding(
     tmp_path, drops_tools_dir, monkeypatch
 ):
-    from draftgen.generator.integrity import IntegrityError
+    from draftgen.generator.prompts.integrity import IntegrityError
 
     monkeypatch.setattr(render.Renderer, "decode", lambda self, ids: pytest.fail("decoded"))
     write_jsonl(tmp_path / "data.jsonl", rows([WEATHER_TOOL]))

@@ -10,7 +10,7 @@ from draftgen.controller.observe import job_outcome, server_health
 from draftgen.controller.progress import parse_metrics
 from draftgen.controller.settings import OperatorSettings
 from draftgen.controller.validate import admission_problems
-from draftgen.generator.metrics import GeneratorMetrics
+from draftgen.generator.telemetry.metrics import GeneratorMetrics
 
 from .harness import REPO
 

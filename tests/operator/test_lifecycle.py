@@ -8,7 +8,7 @@ import yaml
 from prometheus_client import start_http_server
 
 from draftgen.controller import rbac
-from draftgen.generator.metrics import GeneratorMetrics
+from draftgen.generator.telemetry.metrics import GeneratorMetrics
 from draftgen.spec import parse_job
 
 from .emulator import OPERATOR_AGENTS

@@ -1,4 +1,4 @@
-"""The preflight (generator/input_preflight.py) as `draftgen validate --inputs`, `draftgen
+"""The preflight (generator/prompts/input_preflight.py) as `draftgen validate --inputs`, `draftgen
 preflight` (the operator's preflight Job) and `draftgen generate` run it: a missing source, a
 malformed first row and a wrong special token each fail with the dataset and the fix, and
 `generate` refuses before it asks any server for anything. Real tokenizer (tiny-kimi), real
@@ -16,7 +16,7 @@ import pytest
 from draftgen.cli import main
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.preflight_cli import TERMINATION_MESSAGE_LIMIT
-from draftgen.generator.input_preflight import termination_message
+from draftgen.generator.prompts.input_preflight import termination_message
 from draftgen.spec.status import DatasetPreflight, PreflightStatus
 from tests.jobs import job_document, write_job_yaml
 
@@ -169,8 +169,8 @@ def test_generate_refuses_before_it_asks_any_server(case, tmp_path, tiny_kimi, i
 
 def test_generate_only_warns_about_a_rejected_first_row(tmp_path, tiny_kimi, inputs) -> None:
     """`generate` records bad rows as rejects and goes on: the same check is a warning there."""
-    from draftgen.generator.input_preflight import check_inputs
-    from draftgen.generator.pretokenize import open_tokenizer
+    from draftgen.generator.prompts.input_preflight import check_inputs
+    from draftgen.generator.prompts.pretokenize import open_tokenizer
     from draftgen.spec import load_job
 
     datasets = CASES["malformed first row"][0]

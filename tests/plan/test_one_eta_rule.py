@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from draftgen.generator.budget import Ledger
-from draftgen.generator.rate import eta_seconds, remaining_tokens
+from draftgen.generator.telemetry.rate import eta_seconds, remaining_tokens
+from draftgen.output.ledger import Ledger
 from draftgen.plan.concurrency import DatasetLengths
 from draftgen.plan.eta import dataset_work
 from draftgen.spec import Budget

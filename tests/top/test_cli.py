@@ -8,7 +8,7 @@ import time
 import pytest
 
 from draftgen.cli import main
-from draftgen.generator.budget import Ledger
+from draftgen.output.ledger import Ledger
 from draftgen.spec import Budget
 from draftgen.top.cli import TargetError, make_source
 from draftgen.top.sources import ClusterSource, DirectorySource, MetricsSource, NoCluster

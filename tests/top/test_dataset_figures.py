@@ -1,11 +1,11 @@
 """The per-dataset figures the generator's progress, `draftgen stats` and `draftgen top` share
-(draftgen/dataset_figures.py): pure, on the spec's own Budget."""
+(draftgen/output/figures.py): pure, on the spec's own Budget."""
 
 from __future__ import annotations
 
 import pytest
 
-from draftgen.dataset_figures import DatasetFigures, budget_text, job_eta, state_text
+from draftgen.output.figures import DatasetFigures, budget_text, job_eta, state_text
 from draftgen.spec import Budget
 
 

@@ -7,8 +7,8 @@ import time
 
 from prometheus_client import generate_latest
 
-from draftgen.generator.budget import Ledger
-from draftgen.generator.metrics import GeneratorMetrics
+from draftgen.generator.telemetry.metrics import GeneratorMetrics
+from draftgen.output.ledger import Ledger
 from draftgen.spec import Budget as SpecBudget
 from draftgen.top import readings
 from draftgen.top.model import Budget

@@ -10,8 +10,8 @@ import os
 import pytest
 from prometheus_client import start_http_server
 
-from draftgen.generator.budget import Ledger
-from draftgen.generator.metrics import GeneratorMetrics
+from draftgen.generator.telemetry.metrics import GeneratorMetrics
+from draftgen.output.ledger import Ledger
 from draftgen.spec import Budget
 from tests.operator.harness import Cluster, example_job, free_port, wait_for
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from draftgen.generator.stats_read import collect
+from draftgen.output.stats_read import collect
 from draftgen.testing.sglang import free_port
 from tests.generator.gen_helpers import CLI, generate_command, prompt_rows, write_job, write_jsonl
 from tests.operator.harness import wait_for

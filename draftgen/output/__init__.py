@@ -1,0 +1,1 @@
+"""What draftgen produces: records, rejects and manifests on disk, written, read back and resumed."""

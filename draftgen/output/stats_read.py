@@ -1,0 +1,270 @@
+"""Reading an output directory for `draftgen stats`: per dataset, in spec order, the counts of
+its records (draftgen's own, SGLang `/generate` answers, OpenAI chat-completions responses with
+`usage` nested, also inside a batch `response.body`), its rejects and what its manifests say. A
+shard's torn last line (a write cut short) is named and not counted, as resume reads it; a file
+whose records yield no tokens is a loud warning, never a silent zero."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+import draftgen.safe_json as safe_json
+from draftgen.contract.layout import (
+    REJECTS_FILE,
+    SHARD_PREFIX,
+    dataset_manifest,
+    job_manifest,
+    rejects_file,
+    shard_index,
+)
+from draftgen.output.stats_figures import DatasetStats
+from draftgen.spec import Budget
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _find_usage(rec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(usage, the response holding it) of an OpenAI-shaped record, wherever it is nested."""
+    candidates = [rec]
+    for key in ("response", "output", "result"):
+        inner = rec.get(key)
+        if isinstance(inner, dict):
+            candidates.append(inner)
+            if isinstance(inner.get("body"), dict):
+                candidates.append(inner["body"])
+    for c in candidates:
+        if isinstance(c.get("usage"), dict):
+            return c["usage"], c
+    return None
+
+
+def read_record(rec: dict[str, Any]) -> tuple[str, int, int, bool] | None:
+    """(shape, prompt tokens, completion tokens, truncated) of one record, or None if its shape
+    is unknown."""
+    own = isinstance(rec.get("output_ids"), list) or _int(rec.get("completion_tokens")) is not None
+    if own and "meta_info" not in rec:  # draftgen's own record
+        completion = _int(rec.get("completion_tokens"))
+        if completion is None:
+            completion = len(rec.get("output_ids") or [])
+        prompt = _int(rec.get("prompt_tokens"))
+        if prompt is None:
+            prompt = len(rec.get("input_ids") or [])
+        return "draftgen", prompt, completion, rec.get("finish_reason") == "length"
+    meta = rec.get("meta_info")
+    if isinstance(meta, dict):  # a raw SGLang /generate answer
+        completion = _int(meta.get("completion_tokens"))
+        if completion is None:
+            completion = len(rec.get("output_ids") or [])
+        finish = meta.get("finish_reason")
+        kind = finish.get("type") if isinstance(finish, dict) else finish
+        return "sglang", _int(meta.get("prompt_tokens")) or 0, completion, kind == "length"
+    found = _find_usage(rec)
+    if found is not None:  # OpenAI chat-completions response
+        usage, response = found
+        choices = response.get("choices") or []
+        truncated = any(isinstance(c, dict) and c.get("finish_reason") == "length" for c in choices)
+        return (
+            "openai",
+            _int(usage.get("prompt_tokens")) or 0,
+            _int(usage.get("completion_tokens")) or 0,
+            truncated,
+        )
+    return None
+
+
+def _count_rejects(path: Path, done_ids: set[str]) -> Counter:
+    """Distinct rejects by reason, leaving out failed requests that a later run completed."""
+    seen: set[tuple] = set()
+    with open(path, "rb") as f:
+        for raw in f:
+            try:
+                rej = json.loads(raw)
+            except (ValueError, RecursionError):  # incl. huge numbers, deep nesting
+                continue
+            if not isinstance(rej, dict):
+                continue
+            if rej.get("reason") == "request_failed" and rej.get("id") in done_ids:
+                continue
+            seen.add((rej.get("id"), rej.get("source_index"), rej.get("reason")))
+    return Counter(str(reason) for _, _, reason in seen)
+
+
+def _dataset_files(root: Path) -> dict[str, list[Path]]:
+    """Dataset name → record files. `root` may be a job output, one dataset directory, or a file."""
+    if root.is_file():
+        return {root.stem: [root]}
+    groups: dict[str, list[Path]] = {}
+    own = sorted(p for p in root.glob("*.jsonl") if p.name != REJECTS_FILE)
+    if own:
+        if rejects_file(root).exists() or any(p.name.startswith(SHARD_PREFIX) for p in own):
+            groups[root.name] = own
+        else:
+            for p in own:
+                groups[p.stem] = [p]
+    for sub in sorted(p for p in root.iterdir() if p.is_dir()):
+        files = sorted(p for p in sub.glob("*.jsonl") if p.name != REJECTS_FILE)
+        if files or rejects_file(sub).exists():
+            groups[sub.name] = files
+    return groups
+
+
+def job_datasets(root: Path) -> set[str] | None:
+    """The datasets of the job as it last ran (the job manifest's `datasets`), or None when the
+    manifest is missing or unreadable. A directory of a dataset since removed from the job is
+    not part of the job's data (neither counted here nor exported)."""
+    try:
+        data = safe_json.loads(job_manifest(Path(root)).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, safe_json.JsonLimitError):
+        return None
+    names = data.get("datasets") if isinstance(data, dict) else None
+    return set(names) if isinstance(names, dict) else None
+
+
+def _current(root: Path) -> set[str] | None:
+    """The job's current datasets when `root` is a job output whose manifest names them."""
+    return job_datasets(root) if root.is_dir() else None
+
+
+def left_out(root: Path) -> list[str]:
+    """Dataset directories under `root` that the job no longer has (not counted)."""
+    current = _current(root)
+    if current is None:
+        return []
+    return [name for name in _dataset_files(root) if name not in current and name != root.name]
+
+
+def _lines(path: Path) -> tuple[list[bytes], bool]:
+    """The file's non-empty lines and whether its last line is torn: in a shard, a last line
+    without its newline is a write cut short (resume drops it). A whole line that does not
+    parse stays an unreadable line."""
+    with open(path, "rb") as f:
+        lines = [raw for raw in f if raw.strip()]
+    if not lines or shard_index(path.name) is None or lines[-1].endswith(b"\n"):
+        return lines, False
+    return lines[:-1], True
+
+
+def _manifest(directory: Path, job: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
+    """The dataset's manifest, else its entry in the job manifest (None: neither)."""
+    try:
+        data = safe_json.loads(dataset_manifest(directory).read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            return data
+    except (OSError, UnicodeDecodeError, safe_json.JsonLimitError):
+        pass
+    entry = (job or {}).get("datasets", {}).get(name) if isinstance(job, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def _job(root: Path) -> dict[str, Any] | None:
+    try:
+        data = safe_json.loads(job_manifest(root).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, safe_json.JsonLimitError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("datasets"), dict) else None
+
+
+def _apply_manifest(st: DatasetStats, manifest: dict[str, Any] | None) -> None:
+    if manifest is None:
+        return
+    raw = manifest.get("budget")
+    if isinstance(raw, dict):
+        try:
+            st.budget = Budget.model_validate(raw)
+        except ValidationError:
+            st.budget = None
+    if isinstance(manifest.get("done"), bool):
+        st.done = manifest["done"]
+    if isinstance(manifest.get("exhausted"), bool):
+        st.exhausted = manifest["exhausted"]
+
+
+def _created_at(rec: dict[str, Any]) -> float | None:
+    meta = rec.get("meta")
+    at = meta.get("created_at") if isinstance(meta, dict) else None
+    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
+
+
+def _read_file(st: DatasetStats, path: Path, done_ids: set[str], warnings: list[str]) -> None:
+    records = tokens = unknown = 0
+    lines, torn = _lines(path)
+    if torn:
+        st.torn_shards.append(path.name)
+    for raw in lines:
+        try:
+            rec = json.loads(raw)
+        except (ValueError, RecursionError):  # incl. huge numbers, deep nesting
+            st.unreadable += 1
+            continue
+        if not isinstance(rec, dict):
+            st.unreadable += 1
+            continue
+        records += 1
+        got = read_record(rec)
+        if got is None:
+            unknown += 1
+            continue
+        shape, prompt, completion, truncated = got
+        if isinstance(rec.get("id"), str):
+            done_ids.add(rec["id"])
+        st.shapes.add(shape)
+        st.samples += 1
+        st.prompt_tokens += prompt
+        st.completion_tokens += completion
+        st.truncated += truncated
+        tokens += completion
+        at = _created_at(rec)
+        if at is not None:
+            st.first_at = at if st.first_at is None else min(st.first_at, at)
+            st.last_at = at if st.last_at is None else max(st.last_at, at)
+    if records and tokens == 0:
+        warnings.append(
+            f"{path}: {records} records but 0 completion tokens"
+            + (
+                f" ({unknown} of an unknown shape: no output_ids, completion_tokens, "
+                "meta_info or usage)"
+                if unknown
+                else ""
+            )
+            + "; these counts are NOT real: check the record format"
+        )
+    elif unknown:
+        warnings.append(
+            f"{path}: {unknown} of {records} records have an unknown shape and were not counted"
+        )
+
+
+def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
+    """Statistics per dataset in spec order (the job manifest's), and loud warnings. In a job's
+    output directory only the job's current datasets count (see `left_out`)."""
+    warnings: list[str] = []
+    out = []
+    current = _current(root)
+    job = _job(root) if root.is_dir() else None
+    groups = _dataset_files(root)
+    order = list(job["datasets"]) if job else []
+    names = [n for n in order if n in groups] + [n for n in groups if n not in order]
+    for name in names:
+        files = groups[name]
+        if current is not None and name not in current and name != root.name:
+            continue
+        st = DatasetStats(name)
+        directory = files[0].parent if files else root / name
+        if root.is_dir():
+            _apply_manifest(st, _manifest(directory, job, name))
+        done_ids: set[str] = set()
+        for path in files:
+            _read_file(st, path, done_ids, warnings)
+        rejects = rejects_file(directory)
+        if rejects.exists():
+            st.rejects_by_reason = _count_rejects(rejects, done_ids)
+            st.rejects = sum(st.rejects_by_reason.values())
+        out.append(st)
+    return out, warnings

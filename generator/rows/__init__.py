@@ -1,0 +1,1 @@
+"""Rows: reading dataset sources and turning each row into one normalized conversation."""

@@ -1,0 +1,257 @@
+"""Reading dataset sources: JSONL and Parquet files, or directories of them, row by row.
+
+Rows are numbered 0, 1, 2, ... across the files in name order (blank JSONL lines do not count),
+which is the `source_index` of every sample and reject. A row that cannot be read — invalid
+UTF-8, malformed JSON (a number past 4,300 digits and nesting past 100 levels included), not a
+JSON object, a Parquet row group with a damaged page — comes out as a `RawRow` with an `error` instead of
+data, so it becomes a recorded reject and never stops the job. A missing, empty or unreadable
+source is a `SourceError` (the whole dataset is wrong, not a row).
+
+Reading is lazy: `iter_rows` streams; `RowIndex` (for `selection: shuffle`) makes one cheap pass
+that keeps only a byte offset (JSONL) or a row-group position (Parquet) per row, then reads rows
+on demand.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import draftgen.safe_json as safe_json
+
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+_PARQUET_BATCH = 256
+# Decoded Parquet row groups kept (as compact Arrow tables) for random access under shuffle. A
+# source whose decoded size fits is decoded once; a larger one re-reads row groups as the shuffled
+# order wanders (correct, slower: prefer JSONL or small row groups for huge shuffled sources).
+ROW_GROUP_CACHE_BYTES = 1 << 30
+
+
+class SourceError(ValueError):
+    """A dataset source cannot be read at all (missing, empty, not JSONL/Parquet, corrupt)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawRow:
+    """One source row: its data, or why it could not be read."""
+
+    index: int
+    """Row number across the source's files (0-based)."""
+
+    data: dict[str, Any] | None
+    """The decoded JSON object / Parquet row; None when `error` is set."""
+
+    error: tuple[str, str] | None = None
+    """`(reason, detail)` when the row is unreadable: `invalid_utf8`, `malformed_json`, `wrong_type`,
+    `unreadable_row_group` (a damaged Parquet page)."""
+
+
+def resolve_source(source: str, base_dir: Path) -> Path:
+    """`spec.datasets[].source` → a path: `file://` stripped, relative paths below `base_dir`."""
+    path = Path(source.removeprefix("file://"))
+    return path if path.is_absolute() else Path(base_dir) / path
+
+
+def _is_data_file(path: Path) -> bool:
+    name = path.name.lower()
+    return (
+        path.is_file()
+        and not name.startswith(".")
+        and name.endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES)
+    )
+
+
+def list_files(path: Path) -> list[Path]:
+    """The data files of a source: the file itself, or a directory's JSONL/Parquet files in name
+    order (recursively, by relative path), so row numbers are the same on every run."""
+    if path.is_file():
+        if not path.name.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES):
+            raise SourceError(
+                f"{path}: not a JSONL (.jsonl/.json/.ndjson) or Parquet file; "
+                "convert it or point source at one"
+            )
+        return [path]
+    if path.is_dir():
+        files = sorted(
+            (p for p in path.rglob("*") if _is_data_file(p)),
+            key=lambda p: p.relative_to(path).as_posix(),
+        )
+        if not files:
+            raise SourceError(
+                f"{path}: directory holds no .jsonl or .parquet files; check the dataset's source"
+            )
+        return files
+    raise SourceError(
+        f"{path}: no such file or directory; check the dataset's source (relative "
+        "paths are resolved from the job file's directory, or spec.inputs in a cluster)"
+    )
+
+
+def _is_parquet(path: Path) -> bool:
+    return path.name.lower().endswith(PARQUET_SUFFIXES)
+
+
+def decode_line(index: int, line: bytes, first: bool = False) -> RawRow:
+    """One JSONL line → a row, or a row carrying the reason it is unreadable."""
+    if first and line.startswith(b"\xef\xbb\xbf"):
+        line = line[3:]
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return RawRow(index, None, ("invalid_utf8", f"byte {err.start}: {err.reason}"))
+    try:
+        data = safe_json.loads(text)
+    except safe_json.JsonLimitError as err:
+        return RawRow(index, None, ("malformed_json", err.detail))
+    if not isinstance(data, dict):
+        return RawRow(
+            index, None, ("wrong_type", f"a row must be a JSON object, got {type(data).__name__}")
+        )
+    return RawRow(index, data)
+
+
+def _iter_jsonl(path: Path, start: int) -> Iterator[RawRow]:
+    index = start
+    with open(path, "rb") as fh:
+        for n, line in enumerate(fh):
+            if not line.strip():
+                continue
+            yield decode_line(index, line, first=n == 0)
+            index += 1
+
+
+def _parquet_file(path: Path):
+    import pyarrow.parquet as pq  # imported lazily: only Parquet sources need it
+
+    try:
+        return pq.ParquetFile(path)
+    except Exception as err:  # pyarrow raises several types for a corrupt file
+        raise SourceError(
+            f"{path}: not a readable Parquet file ({err}); check the dataset's source"
+        ) from None
+
+
+def _parquet_row(index: int, data: Any) -> RawRow:
+    if not isinstance(data, dict):
+        return RawRow(index, None, ("wrong_type", "a row must be an object"))
+    problem = safe_json.depth_error(data)
+    if problem is not None:
+        return RawRow(index, None, ("wrong_type", f"the row is {problem}"))
+    return RawRow(index, data)
+
+
+def _group_offset(meta: Any, group: int) -> int:
+    """Byte offset in the file where row group `group`'s first column chunk starts."""
+    column = meta.row_group(group).column(0)
+    offsets = [column.data_page_offset, column.dictionary_page_offset or column.data_page_offset]
+    return min(o for o in offsets if o is not None)
+
+
+def unreadable_group(path: Path, meta: Any, group: int, err: Exception) -> tuple[str, str]:
+    """The reject of every row of a damaged row group: the file, the group and its offset."""
+    return (
+        "unreadable_row_group",
+        f"{path}: row group {group} (byte offset {_group_offset(meta, group)}, "
+        f"{meta.row_group(group).num_rows} rows) cannot be read: {' '.join(str(err).split())[:200]}",
+    )
+
+
+def _iter_parquet(path: Path, start: int) -> Iterator[RawRow]:
+    """Row group by row group, so a damaged page costs the rows of its group (each a reject
+    naming the file and the group's offset), not the job."""
+    pf = _parquet_file(path)
+    meta = pf.metadata
+    index = start
+    for group in range(meta.num_row_groups):
+        end = index + meta.row_group(group).num_rows
+        try:
+            for batch in pf.iter_batches(batch_size=_PARQUET_BATCH, row_groups=[group]):
+                for data in batch.to_pylist():
+                    yield _parquet_row(index, data)
+                    index += 1
+        except Exception as err:  # pyarrow raises OSError, ArrowException, ... for damage
+            error = unreadable_group(path, meta, group, err)
+            for lost in range(index, end):
+                yield RawRow(lost, None, error)
+        index = end
+
+
+def iter_rows(files: list[Path]) -> Iterator[RawRow]:
+    """Every row of the files, in order, numbered across files."""
+    index = 0
+    for path in files:
+        rows = _iter_parquet(path, index) if _is_parquet(path) else _iter_jsonl(path, index)
+        for row in rows:
+            yield row
+            index = row.index + 1
+
+
+class RowIndex:
+    """Random access to the rows of a source after one cheap pass.
+
+    Keeps 12 bytes per row (file number, and a JSONL byte offset or a Parquet row-group number
+    and position), never the rows themselves; Parquet row groups are decoded on demand with a
+    small cache.
+    """
+
+    def __init__(self, files: list[Path]) -> None:
+        self.files = files
+        self._file_of = array("I")  # per row: index into files
+        self._where = array("q")  # per row: byte offset (JSONL) or (group << 32 | row) (Parquet)
+        self._groups: OrderedDict[tuple[int, int], Any] = OrderedDict()  # Arrow tables
+        self._cached_bytes = 0
+        self._parquet: dict[int, Any] = {}
+        for f, path in enumerate(files):
+            if _is_parquet(path):
+                meta = _parquet_file(path).metadata
+                for g in range(meta.num_row_groups):
+                    for r in range(meta.row_group(g).num_rows):
+                        self._file_of.append(f)
+                        self._where.append((g << 32) | r)
+            else:
+                with open(path, "rb") as fh:
+                    offset = 0
+                    for line in fh:
+                        if line.strip():
+                            self._file_of.append(f)
+                            self._where.append(offset)
+                        offset += len(line)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def read(self, index: int) -> RawRow:
+        f, where = self._file_of[index], self._where[index]
+        path = self.files[f]
+        if _is_parquet(path):
+            group = where >> 32
+            try:
+                table = self._parquet_group(f, group)
+                data = table.slice(where & 0xFFFFFFFF, 1).to_pylist()[0]
+            except Exception as err:  # a damaged page: this row is a reject, the job goes on
+                pf = self._parquet.get(f) or _parquet_file(path)
+                return RawRow(index, None, unreadable_group(path, pf.metadata, group, err))
+            return _parquet_row(index, data)
+        with open(path, "rb") as fh:
+            fh.seek(where)
+            return decode_line(index, fh.readline(), first=where == 0)
+
+    def _parquet_group(self, f: int, group: int) -> Any:
+        key = (f, group)
+        if key in self._groups:
+            self._groups.move_to_end(key)
+            return self._groups[key]
+        if f not in self._parquet:
+            self._parquet[f] = _parquet_file(self.files[f])
+        table = self._parquet[f].read_row_group(group)
+        self._groups[key] = table
+        self._cached_bytes += table.nbytes
+        while self._cached_bytes > ROW_GROUP_CACHE_BYTES and len(self._groups) > 1:
+            _, old = self._groups.popitem(last=False)
+            self._cached_bytes -= old.nbytes
+        return table
