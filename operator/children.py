@@ -17,6 +17,7 @@ from draftgen.spec import GenerationJobSpec
 
 from . import names, ownership
 from .decisions import server_action
+from .job_ref import JobRef
 from .kube import Kube
 from .render import first_run as render_first_run
 from .render import generator as render_generator
@@ -96,9 +97,10 @@ class Children:
             )
         return None
 
-    def server_deployments(self, job: str, namespace: str, uid: str | None) -> list[dict[str, Any]]:
+    def server_deployments(self, ref: JobRef) -> list[dict[str, Any]]:
         """The job's server replicas (Deployments, LeaderWorkerSets): labelled as its own and
         controlled by it."""
+        job, namespace, uid = ref.name, ref.namespace, ref.uid
         return [
             {**d, "kind": kind}  # list items of built-in kinds carry no `kind`
             for kind in self.server_kinds()
@@ -108,11 +110,11 @@ class Children:
 
     # -- the server --------------------------------------------------------------------------
     def ensure_server(
-        self, owner: dict[str, Any], spec: GenerationJobSpec, job: str, namespace: str
+        self, ref: JobRef, spec: GenerationJobSpec
     ) -> tuple[list[dict[str, Any]], bool]:
         """Service and one Deployment per replica, running; returns the Deployments and
         whether a server was created or rolled (its KV capacity must be read again)."""
-        uid = ownership.owner_uid(owner)
+        owner, job, namespace, uid = ref.body, ref.name, ref.namespace, ref.uid
         # The NetworkPolicy before any server pod: none ever runs reachable by every pod.
         self.ensure_network_policy(owner, job, namespace, multi_node=spec.server.multi_node)
         service = render_server.service(spec, job, namespace)
@@ -131,7 +133,7 @@ class Children:
         wanted_names = {d["metadata"]["name"] for d in wanted}
         out = []
         changed = False
-        for extra in self.server_deployments(job, namespace, uid):
+        for extra in self.server_deployments(ref):
             if extra["kind"] != kind:
                 # nodesPerReplica changed across 1: the other kind's replicas go first (their
                 # names are the new ones'; a real API server's delete takes effect at once).
@@ -166,7 +168,7 @@ class Children:
                 have = self.kube.patch(kind, namespace, name, {"spec": {"replicas": 1}})
             assert have is not None  # server_action creates what is missing
             out.append(have)
-        for extra in self.server_deployments(job, namespace, uid):
+        for extra in self.server_deployments(ref):
             if extra["kind"] == kind and extra["metadata"]["name"] not in wanted_names:
                 self.kube.delete(
                     kind,
@@ -189,8 +191,9 @@ class Children:
         elif have.get("spec") != want["spec"]:
             self.kube.replace("NetworkPolicy", namespace, name, "spec", want["spec"])
 
-    def scale_server(self, job: str, namespace: str, uid: str | None, replicas: int) -> None:
-        for dep in self.server_deployments(job, namespace, uid):
+    def scale_server(self, ref: JobRef, replicas: int) -> None:
+        namespace = ref.namespace
+        for dep in self.server_deployments(ref):
             if int((dep.get("spec") or {}).get("replicas") or 0) != replicas:
                 self.kube.patch(
                     dep["kind"],
@@ -199,8 +202,9 @@ class Children:
                     {"spec": {"replicas": replicas}},
                 )
 
-    def delete_server(self, job: str, namespace: str, uid: str | None) -> None:
-        deployments = self.server_deployments(job, namespace, uid)
+    def delete_server(self, ref: JobRef) -> None:
+        job, namespace, uid = ref.name, ref.namespace, ref.uid
+        deployments = self.server_deployments(ref)
         if not deployments:
             return  # torn down already: a finished job's every poll costs one list, no deletes
         # The Service first: should its delete fail, the Deployments are still there to make
@@ -214,10 +218,9 @@ class Children:
         self._delete_owned("NetworkPolicy", namespace, render_network.policy_name(job), uid)
 
     # -- the generator -----------------------------------------------------------------------
-    def ensure_config(
-        self, owner: dict[str, Any], job: str, namespace: str, document: str, digest: str
-    ) -> None:
+    def ensure_config(self, ref: JobRef, document: str, digest: str) -> None:
         """The ConfigMap holding the job document, with this document."""
+        owner, job, namespace = ref.body, ref.name, ref.namespace
         name = names.generator_name(job)
         have = self._get_owned("ConfigMap", namespace, name, ownership.owner_uid(owner))
         if have is None:
@@ -232,28 +235,23 @@ class Children:
                 {names.CONFIG_HASH_ANNOTATION: digest},
             )
 
-    def start_generator(
-        self,
-        owner: dict[str, Any],
-        spec: GenerationJobSpec,
-        job: str,
-        namespace: str,
-        document: str,
-    ) -> None:
+    def start_generator(self, ref: JobRef, spec: GenerationJobSpec, document: str) -> None:
+        owner, job, namespace = ref.body, ref.name, ref.namespace
         endpoints = render_lws.endpoints(spec, job, namespace)
         self._create(
             render_generator.job(spec, job, namespace, endpoints, document, self.settings), owner
         )
 
-    def generator_job(self, job: str, namespace: str, uid: str | None) -> dict[str, Any] | None:
+    def generator_job(self, ref: JobRef) -> dict[str, Any] | None:
         """The generator Job if the job controls it; NotOwned if a foreign Job holds its name
         (its status must not be read as this job's outcome)."""
-        return self._get_owned("Job", namespace, names.generator_name(job), uid)
+        return self._get_owned("Job", ref.namespace, names.generator_name(ref.name), ref.uid)
 
-    def stop_generator(self, job: str, namespace: str, uid: str | None) -> None:
+    def stop_generator(self, ref: JobRef) -> None:
         # Foreground: the Job stays until its pod is gone, so a restarted generator never
         # writes next to one still shutting down.
-        have = self.generator_job(job, namespace, uid)
+        job, namespace = ref.name, ref.namespace
+        have = self.generator_job(ref)
         if have is not None:
             self.kube.delete(
                 "Job",
@@ -264,45 +262,39 @@ class Children:
             )
 
     # -- before the server: the model download and the preflight ------------------------------
-    def download_job(self, job: str, namespace: str, uid: str | None) -> dict[str, Any] | None:
-        return self._get_owned("Job", namespace, names.download_name(job), uid)
+    def download_job(self, ref: JobRef) -> dict[str, Any] | None:
+        return self._get_owned("Job", ref.namespace, names.download_name(ref.name), ref.uid)
 
-    def start_download(
-        self, owner: dict[str, Any], spec: GenerationJobSpec, job: str, namespace: str
-    ) -> None:
-        self._create(render_first_run.download_job(spec, job, namespace, self.settings), owner)
+    def start_download(self, ref: JobRef, spec: GenerationJobSpec) -> None:
+        job = render_first_run.download_job(spec, ref.name, ref.namespace, self.settings)
+        self._create(job, ref.body)
 
-    def preflight_job(self, job: str, namespace: str, uid: str | None) -> dict[str, Any] | None:
-        return self._get_owned("Job", namespace, names.preflight_name(job), uid)
+    def preflight_job(self, ref: JobRef) -> dict[str, Any] | None:
+        return self._get_owned("Job", ref.namespace, names.preflight_name(ref.name), ref.uid)
 
     def start_preflight(
-        self,
-        owner: dict[str, Any],
-        spec: GenerationJobSpec,
-        job: str,
-        namespace: str,
-        document: str,
-        generation: int | None,
+        self, ref: JobRef, spec: GenerationJobSpec, document: str, generation: int | None
     ) -> None:
         self._create(
             render_first_run.preflight_job(
-                spec, job, namespace, document, generation, self.settings
+                spec, ref.name, ref.namespace, document, generation, self.settings
             ),
-            owner,
+            ref.body,
         )
 
-    def stop_job(self, name: str, namespace: str, uid: str | None) -> None:
-        """Delete one of the job's batch Jobs (Foreground: gone once its pod is)."""
-        self._delete_owned("Job", namespace, name, uid, propagation="Foreground")
+    def stop_job(self, name: str, ref: JobRef) -> None:
+        """Delete one of the job's batch Jobs, `name` (Foreground: gone once its pod is)."""
+        self._delete_owned("Job", ref.namespace, name, ref.uid, propagation="Foreground")
 
     # -- everything --------------------------------------------------------------------------
-    def delete_all(self, job: str, namespace: str, uid: str | None) -> None:
+    def delete_all(self, ref: JobRef) -> None:
         """Everything the job created and still controls (owner references let a real
         cluster's GC do the same); objects of the same names it does not control stay."""
+        job, namespace, uid = ref.name, ref.namespace, ref.uid
         self._delete_owned("Job", namespace, names.generator_name(job), uid)
         self._delete_owned("Job", namespace, names.preflight_name(job), uid)
         self._delete_owned("Job", namespace, names.download_name(job), uid)
         self._delete_owned("ConfigMap", namespace, names.generator_name(job), uid)
         self._delete_owned("Service", namespace, names.service_name(job), uid)
-        self.delete_server(job, namespace, uid)
+        self.delete_server(ref)
         self._delete_owned("NetworkPolicy", namespace, render_network.policy_name(job), uid)

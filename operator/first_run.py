@@ -27,6 +27,7 @@ from draftgen.spec.status import ModelDownloadStatus
 
 from . import decisions, names, observe, readings
 from .children import Children
+from .job_ref import JobRef
 from .kube import Kube
 from .phases import Event
 from .render import first_run as render_first_run
@@ -50,55 +51,45 @@ class FirstRun:
 
     def gate(
         self,
-        owner: dict[str, Any],
+        ref: JobRef,
         spec: GenerationJobSpec,
         status: GenerationJobStatus,
         document: str,
         digest: str,
         now: str,
     ) -> Gate | None:
-        meta = owner["metadata"]
-        job, namespace = meta["name"], meta.get("namespace") or "default"
-        gen = meta.get("generation")
         if model_volume.downloads(spec):
-            gate = self._download(owner, spec, status, job, namespace, gen, now)
+            gate = self._download(ref, spec, status, now)
             if gate is not None:
                 return gate
         if self.settings.preflight:
             # The preflight reads the job document from the generator's ConfigMap.
-            self.children.ensure_config(owner, job, namespace, document, digest)
-            return self._preflight(owner, spec, status, job, namespace, document, digest, gen, now)
+            self.children.ensure_config(ref, document, digest)
+            return self._preflight(ref, spec, status, document, digest, now)
         return None
 
     def _pods(self, job: str, namespace: str, component: str) -> list[dict[str, Any]]:
         return self.kube.list("Pod", namespace, names.selector(job, component))
 
     def _download(
-        self,
-        owner: dict[str, Any],
-        spec: GenerationJobSpec,
-        status: GenerationJobStatus,
-        job: str,
-        namespace: str,
-        gen: int | None,
-        now: str,
+        self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus, now: str
     ) -> Gate | None:
-        uid = meta_uid(owner)
+        job, namespace, gen = ref.name, ref.namespace, ref.generation
         repo = parse(spec.model.weights)
         assert isinstance(repo, HubModel)
         model = status.model if status.model and status.model.repo == repo.repo_id else None
         model = model or ModelDownloadStatus(repo=repo.repo_id)
         model.revision = spec.model.revision
         model.path = model_volume.volume_path(spec)
-        have = self.children.download_job(job, namespace, uid)
+        have = self.children.download_job(ref)
         action = decisions.download_action(have, render_first_run.revision_key(spec))
         if action == "start":
-            self.children.start_download(owner, spec, job, namespace)
+            self.children.start_download(ref, spec)
             decisions.mark_downloading(status, model, gen, now)
             return WAIT
         if action in ("restart", "wait_for_stop"):
             if action == "restart":
-                self.children.stop_job(names.download_name(job), namespace, uid)
+                self.children.stop_job(names.download_name(job), ref)
             model.commit, model.progress = None, ""
             decisions.mark_downloading(
                 status, model, gen, now, "model.revision changed: restarting the model download"
@@ -128,23 +119,20 @@ class FirstRun:
 
     def _preflight(
         self,
-        owner: dict[str, Any],
+        ref: JobRef,
         spec: GenerationJobSpec,
         status: GenerationJobStatus,
-        job: str,
-        namespace: str,
         document: str,
         digest: str,
-        gen: int | None,
         now: str,
     ) -> Gate | None:
-        uid = meta_uid(owner)
-        have = self.children.preflight_job(job, namespace, uid)
+        job, namespace, gen = ref.name, ref.namespace, ref.generation
+        have = self.children.preflight_job(ref)
         action = decisions.preflight_action(have, digest, gen)
         if action == "start":
-            self.children.start_preflight(owner, spec, job, namespace, document, gen)
+            self.children.start_preflight(ref, spec, document, gen)
         elif action == "restart":
-            self.children.stop_job(names.preflight_name(job), namespace, uid)
+            self.children.stop_job(names.preflight_name(job), ref)
         if action != "observe":
             status.preflight = None
             decisions.mark_preflight_running(status, gen, now)
@@ -163,7 +151,3 @@ class FirstRun:
             return Gate((Event.PREFLIGHT_FAILED, "PreflightFailed", text))
         decisions.mark_preflight_passed(status, report, gen, now)
         return None
-
-
-def meta_uid(owner: dict[str, Any]) -> str | None:
-    return owner["metadata"].get("uid")

@@ -28,6 +28,7 @@ from . import decisions, names, observe, readings
 from .children import Adopt, Children
 from .conditions import drop_condition, now_rfc3339, set_condition
 from .first_run import FirstRun
+from .job_ref import JobRef
 from .kube import Kube
 from .ownership import NotOwned
 from .phases import TERMINAL, Event, enter
@@ -36,39 +37,6 @@ from .policy import secret_problems
 from .render import generator as render_generator
 from .settings import OperatorSettings
 from .validate import check
-
-
-@dataclasses.dataclass
-class JobRef:
-    """The GenerationJob being reconciled, as the API returned it."""
-
-    body: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return self.body["metadata"]["name"]
-
-    @property
-    def namespace(self) -> str:
-        return self.body["metadata"].get("namespace") or "default"
-
-    @property
-    def generation(self) -> int | None:
-        return self.body["metadata"].get("generation")
-
-    @property
-    def uid(self) -> str | None:
-        return self.body["metadata"].get("uid")
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        return dict(self.body.get("spec") or {})
-
-    @property
-    def old_status(self) -> dict[str, Any]:
-        status = dict(self.body.get("status") or {})
-        status.pop("kopf", None)
-        return status
 
 
 @dataclasses.dataclass
@@ -105,10 +73,10 @@ class Reconciler:
         self.children = Children(kube, settings, adopt)
         self.first_run = FirstRun(kube, settings, self.children)
 
-    def delete_children(self, name: str, namespace: str, uid: str | None) -> None:
+    def delete_children(self, ref: JobRef) -> None:
         """Everything the job created and controls (owner references let a real cluster's GC
         do the same); objects of the same names it does not control stay."""
-        self.children.delete_all(name, namespace, uid)
+        self.children.delete_all(ref)
 
     def reconcile_stored(self, namespace: str, name: str) -> tuple[JobRef, Outcome] | None:
         """What every handler does: reconcile the job as it is stored now (not as an event
@@ -190,7 +158,7 @@ class Reconciler:
         shutdownServerAfterCompletion) must not start the server again."""
         if status.phase != "Succeeded":
             return False
-        job = self.children.generator_job(ref.name, ref.namespace, ref.uid)
+        job = self.children.generator_job(ref)
         document = render_generator.job_document(ref.name, ref.namespace, ref.spec)
         if not decisions.ran_this_document(job, render_generator.config_hash(document)):
             return False
@@ -202,7 +170,7 @@ class Reconciler:
     ) -> Outcome:
         if spec.shutdown_server_after_completion:
             if status.phase == "Succeeded":
-                self.children.delete_server(ref.name, ref.namespace, ref.uid)
+                self.children.delete_server(ref)
                 decisions.mark_server_down(
                     status,
                     "ServerDeleted",
@@ -211,7 +179,7 @@ class Reconciler:
                     now,
                 )
             else:
-                self.children.scale_server(ref.name, ref.namespace, ref.uid, 0)
+                self.children.scale_server(ref, 0)
                 decisions.mark_server_down(
                     status, "ServerScaledDown", _SCALED_DOWN, ref.generation, now
                 )
@@ -221,8 +189,8 @@ class Reconciler:
         return Outcome(status_to_wire(status), delete_job=delete_job)
 
     def _suspend(self, ref: JobRef, status: GenerationJobStatus, now: str) -> Outcome:
-        self.children.stop_generator(ref.name, ref.namespace, ref.uid)
-        self.children.scale_server(ref.name, ref.namespace, ref.uid, 0)
+        self.children.stop_generator(ref)
+        self.children.scale_server(ref, 0)
         decisions.mark_suspended(status, ref.generation, now)
         return Outcome(status_to_wire(status))
 
@@ -239,11 +207,11 @@ class Reconciler:
         stop_generator: bool = True,
     ) -> Outcome:
         if stop_generator:
-            self.children.stop_generator(ref.name, ref.namespace, ref.uid)
+            self.children.stop_generator(ref)
         decisions.mark_failed(status, event, reason, message, ref.generation, now)
         if spec.shutdown_server_after_completion:
             # Give the GPUs back; the objects stay for inspection.
-            self.children.scale_server(ref.name, ref.namespace, ref.uid, 0)
+            self.children.scale_server(ref, 0)
             decisions.mark_server_down(
                 status, "ServerScaledDown", _SCALED_DOWN, ref.generation, now
             )
@@ -253,7 +221,7 @@ class Reconciler:
         self, ref: JobRef, spec: GenerationJobSpec, status: GenerationJobStatus, now: str
     ) -> Outcome:
         gen = ref.generation
-        job = self.children.generator_job(ref.name, ref.namespace, ref.uid)
+        job = self.children.generator_job(ref)
         # Name, namespace and spec only: a label edit must not restart the generator.
         document = render_generator.job_document(ref.name, ref.namespace, ref.spec)
         digest = render_generator.config_hash(document)
@@ -269,17 +237,15 @@ class Reconciler:
             return self._fail(
                 ref, spec, status, Event.SERVER_UNSUPPORTED, decisions.LWS_MISSING_REASON, lws, now
             )
-        if decisions.first_run_applies(
-            self.children.server_deployments(ref.name, ref.namespace, ref.uid), job
-        ):
+        if decisions.first_run_applies(self.children.server_deployments(ref), job):
             # Weights on the volume and inputs checked before the GPUs are booked.
-            gate = self.first_run.gate(ref.body, spec, status, document, digest, now)
+            gate = self.first_run.gate(ref, spec, status, document, digest, now)
             if gate is not None and gate.fail is not None:
                 event, reason, message = gate.fail
                 return self._fail(ref, spec, status, event, reason, message, now)
             if gate is not None:
                 return Outcome(status_to_wire(status))
-        deployments, changed = self.children.ensure_server(ref.body, spec, ref.name, ref.namespace)
+        deployments, changed = self.children.ensure_server(ref, spec)
         server_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "server"))
         health = observe.server_health(server_pods, self.settings.crash_loop_restarts)
         ready = observe.ready_replicas(deployments)
@@ -302,14 +268,14 @@ class Reconciler:
         if status.server.max_total_num_tokens is None:
             status.server.max_total_num_tokens = self._read_kv_capacity(spec, server_pods)
 
-        self.children.ensure_config(ref.body, ref.name, ref.namespace, document, digest)
+        self.children.ensure_config(ref, document, digest)
         action = decisions.generator_action(job, digest)
         if action == "wait_for_stop":
             decisions.mark_generator_restarting(
                 status, "waiting for the previous generator pod to stop", gen, now
             )
         elif action == "restart":
-            self.children.stop_generator(ref.name, ref.namespace, ref.uid)
+            self.children.stop_generator(ref)
             decisions.mark_generator_restarting(
                 status,
                 "spec changed: restarting the generator with it (server untouched)",
@@ -317,7 +283,7 @@ class Reconciler:
                 now,
             )
         elif action == "start":
-            self.children.start_generator(ref.body, spec, ref.name, ref.namespace, document)
+            self.children.start_generator(ref, spec, document)
             decisions.mark_generator_started(status, gen, now)
         else:
             assert job is not None

@@ -10,6 +10,7 @@ import kopf
 from draftgen.spec import GROUP, PLURAL, VERSION
 
 from .. import metrics
+from ..job_ref import JobRef
 from ..kube import KubeError
 from . import state
 
@@ -18,7 +19,7 @@ from . import state
 def on_delete(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     name, namespace = body.metadata.name, body.metadata.namespace or "default"
     try:
-        state.reconciler().delete_children(name, namespace, body.metadata.uid)
+        state.reconciler().delete_children(JobRef(dict(body)))
     except KubeError as err:
         raise kopf.TemporaryError(str(err), delay=5) from err
     metrics.record_phase(namespace, name, None)

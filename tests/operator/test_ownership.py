@@ -196,7 +196,7 @@ def test_a_foreign_deployment_with_the_jobs_labels_is_neither_scaled_nor_deleted
     assert _step(rec)["phase"] == "Suspended"
     kept = cluster.deployment("kimi-server-7")
     assert kept is not None and kept["spec"]["replicas"] == 3
-    rec.delete_children("kimi", NS, cluster.job("kimi")["metadata"]["uid"])
+    rec.delete_children(JobRef(body=cluster.job("kimi")))
     assert cluster.deployment("kimi-server-7") is not None
     assert cluster.deployment("kimi-server-0") is None
 
@@ -210,7 +210,7 @@ def test_deletion_deletes_only_what_the_job_controls(
     _foreign(cluster, kind)
     job = cluster.apply(example_job(NS))
     _to_generating(cluster, rec)
-    rec.delete_children("kimi", NS, job["metadata"]["uid"])
+    rec.delete_children(JobRef(body=job))
     assert _stored(cluster, kind) is not None
     assert _writes_to(cluster, kind) == []
     assert cluster.deployment("kimi-server-0") is None

@@ -209,7 +209,7 @@ def test_the_network_policy_exists_before_any_server_pod_and_goes_after_the_last
     assert posts[0] == "networkpolicies"
     pol = cluster.emu.get(NETWORKING, "networkpolicies", NS, "kimi-server")
     assert pol["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
-    rec.delete_children("kimi", NS, job["metadata"]["uid"])
+    rec.delete_children(JobRef(body=job))
     deletes = [
         r["plural"]
         for r in cluster.emu.requests()
