@@ -80,12 +80,14 @@ crd: venv
 metrics-doc: venv
 	$(VENV)/bin/python -m draftgen.contract.metrics_doc
 
-# ruff (lint and format) and mypy, configured in pyproject.toml; tests/layout/test_checks.py runs the
-# same in `make test`, and .pre-commit-config.yaml before each commit.
+# ruff (lint and format), mypy and the layer contracts (import-linter), configured in pyproject.toml;
+# tests/layout/test_checks.py runs the same in `make test`, and .pre-commit-config.yaml before each
+# commit.
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 format: venv
 	$(VENV)/bin/ruff check --fix .

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 
 from draftgen.contract.generator_cli import ExitCode, exit_codes_epilog
+from draftgen.errors import DraftgenError
 
 # name → (module with add_arguments(parser) and run(args) -> int, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -71,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         code = int(module.run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at exit where it cannot be caught
         return code
+    except DraftgenError as err:
+        # The one place an error becomes an exit code, for every command (draftgen/errors.py).
+        _report(err, getattr(args, "error_log", None))
+        return err.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return ExitCode.SIGINT
@@ -80,6 +86,16 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return ExitCode.PIPE_CLOSED
+
+
+def _report(err: DraftgenError, log: logging.Logger | None) -> None:
+    """The error's lines: into the command's log once it set one up (`generate` leaves its
+    logger in `args.error_log`), else plainly on stderr."""
+    for line in err.report():
+        if log is not None:
+            log.error("%s", line)
+        else:
+            print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":

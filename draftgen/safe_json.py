@@ -12,14 +12,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from draftgen.errors import DraftgenError, ExitCode
+
 MAX_DEPTH = 100
 """Deepest nesting of lists/objects a row (or a JSON string inside one) may have."""
 
 _DECODER = json.JSONDecoder()
 
 
-class JsonLimitError(ValueError):
+class JsonLimitError(DraftgenError, ValueError):
     """Text that is not JSON this program will take; `detail` says why."""
+
+    exit_code = ExitCode.INVALID
+    fix = "shorten or flatten the row (it is recorded as a reject; the run goes on)"
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)

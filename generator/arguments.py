@@ -17,11 +17,17 @@ import re
 import socket
 from pathlib import Path
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 _USERINFO = re.compile(r"(?<=//)[^/@]*@")
 
 
-class ArgumentProblem(ValueError):
+class ArgumentProblem(DraftgenError, ValueError):
     """An argument `draftgen generate` cannot run with; the message is the one line to print."""
+
+    exit_code = ExitCode.INVALID
+    fix = "fix the flag named"
 
 
 def _redacted(url: str) -> str:

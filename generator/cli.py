@@ -41,19 +41,19 @@ def _setup_logging(live: bool, log_format: str = "text") -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The run; a `DraftgenError` it raises is reported and mapped to its exit code by
+    `draftgen.cli.main` (into this command's log once the log is set up)."""
     from draftgen.contract.job_argument import job_files
-    from draftgen.generator.run import RunError, Runner, Settings
-    from draftgen.output.writer import DiskFull
-    from draftgen.spec import SpecError, load_job_document
+    from draftgen.errors import DraftgenError
+    from draftgen.generator.run import Runner, Settings
+    from draftgen.spec import load_job_document
 
+    # Before the log is set up: a SpecError prints as it is, without a log prefix.
+    job, document = load_job_document(job_files(args)[0])
     live = {"auto": sys.stderr.isatty(), "live": True, "log": False}[args.progress]
     _setup_logging(live, args.log_format)
     log = logging.getLogger("draftgen.generate")
-    try:
-        job, document = load_job_document(job_files(args)[0])
-    except SpecError as err:
-        print(err, file=sys.stderr)
-        return ExitCode.INVALID
+    args.error_log = log
     for warning in job.spec.warnings():
         log.warning("%s", warning)
     base_dir = (args.inputs or document.base_dir).resolve()
@@ -82,11 +82,7 @@ def run(args: argparse.Namespace) -> int:
     output = args.output if args.output is not None else document.base_dir / job.spec.output.path
     from draftgen.generator.arguments import ArgumentProblem, check_arguments, write_problem
 
-    try:
-        check_arguments(args.servers, output, args.metrics_port)
-    except ArgumentProblem as err:
-        log.error("%s", err)
-        return ExitCode.INVALID
+    check_arguments(args.servers, output, args.metrics_port)
     settings = Settings(
         servers=args.servers,
         output=output,
@@ -100,9 +96,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from draftgen.generator.prompts.input_preflight import InputsRefused, check_inputs, problems
     from draftgen.generator.prompts.inputs import sample_source
-    from draftgen.generator.prompts.integrity import IntegrityError as InputIntegrityError
-    from draftgen.generator.prompts.pretokenize import TokenizerError, open_tokenizer
-    from draftgen.generator.rows.sources import SourceError
+    from draftgen.generator.prompts.pretokenize import open_tokenizer
 
     try:
         with open_tokenizer(job, base_dir) as ctx:
@@ -125,40 +119,19 @@ def run(args: argparse.Namespace) -> int:
         if code == ExitCode.OK:
             code = _exports(job, output, args)
         return code
-    except InputsRefused as err:
-        for line in err.lines:
-            log.error("refusing to start: %s", line)
-        return err.exit_code
-    except DiskFull as err:
-        log.error("disk full: %s", err)
-        return ExitCode.DISK_FULL
-    except RunError as err:
-        log.error("%s", err)
-        return err.exit_code
-    except InputIntegrityError as err:
-        log.error("refusing to start: %s", err)
-        return ExitCode.INTEGRITY
-    except (SourceError, TokenizerError) as err:
-        log.error("%s", err)
-        return ExitCode.INVALID
     except OSError as err:  # the output turned unwritable after the checks above
-        problem = write_problem(err)
+        problem = None if isinstance(err, DraftgenError) else write_problem(err)
         if problem is None:
             raise
-        log.error("%s", problem)
-        return ExitCode.INVALID
+        raise ArgumentProblem(problem) from err
 
 
 def _exports(job, output: Path, args: argparse.Namespace) -> int:
     """spec.exports once every dataset is done, and their results in `--result-file`."""
-    from draftgen.generator.exports import ExportFailed, run_exports, write_results
+    from draftgen.generator.exports import run_exports, write_results
 
     root = args.exports_root if args.exports_root is not None else output.resolve().parent
-    try:
-        results = run_exports(job, output, root)
-    except ExportFailed as err:
-        logging.getLogger("draftgen.generate").error("%s", err)
-        return ExitCode.EXPORT_FAILED
+    results = run_exports(job, output, root)  # ExportFailed: exit 8, reported by draftgen.cli
     if args.result_file is not None:
         write_results(args.result_file, results)
     return ExitCode.OK

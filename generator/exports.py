@@ -18,13 +18,18 @@ from draftgen.contract.export_cli import (
     ExportResult,
     results_json,
 )
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
 from draftgen.spec import GenerationJob
 
 log = logging.getLogger("draftgen.generate")
 
 
-class ExportFailed(Exception):
+class ExportFailed(DraftgenError):
     """An export of `spec.exports` did not complete; the message names it and the cause."""
+
+    exit_code = ExitCode.EXPORT_FAILED
+    fix = "fix the export named and run again: the records are complete, only exports run"
 
 
 def run_exports(job: GenerationJob, records: Path, root: Path) -> list[ExportResult]:

@@ -77,14 +77,10 @@ def render(paths: list[str]) -> int:
     settings = OperatorSettings.from_env()
     objs: list = []
     for path in paths:
-        try:
-            docs = job_documents(path)
-            if not docs:
-                raise SpecError(["no document of kind GenerationJob"], path)
-            jobs = [(parse_job(doc.data, doc.source), doc) for doc in docs]
-        except SpecError as err:
-            print(err, file=sys.stderr)
-            return ExitCode.INVALID
+        docs = job_documents(path)  # a SpecError is reported and mapped by draftgen.cli
+        if not docs:
+            raise SpecError(["no document of kind GenerationJob"], path)
+        jobs = [(parse_job(doc.data, doc.source), doc) for doc in docs]
         for job, doc in jobs:
             spec = doc.data["spec"]  # the spec exactly as written: unset stays unset
             _, problems = check(job.metadata.name, spec, settings)

@@ -15,14 +15,20 @@ from typing import Any
 
 import httpx
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 log = logging.getLogger(__name__)
 
 USER_AGENT = "draftgen-operator"
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
-class KubeError(Exception):
+class KubeError(DraftgenError):
     """The API refused a request; `status` is the HTTP status (0 when unreachable)."""
+
+    exit_code = ExitCode.UNEXPECTED
+    fix = "check the operator's RBAC and the API server named in the message"
 
     def __init__(self, status: int, message: str) -> None:
         self.status = status

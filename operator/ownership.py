@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
 
-class NotOwned(Exception):
+
+class NotOwned(DraftgenError):
     """An object the job would create or change exists and is not controlled by the job."""
+
+    exit_code = ExitCode.INVALID
+    fix = "delete or rename the object of that name the job does not control"
 
     def __init__(self, kind: str, namespace: str, name: str, controller: str | None) -> None:
         self.kind, self.namespace, self.name, self.controller = kind, namespace, name, controller

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import enum
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
 from draftgen.spec import GenerationJobStatus
 from draftgen.spec.status import PHASES, Phase
 
@@ -41,8 +43,11 @@ class Event(enum.Enum):
     SERVER_SUPPORT_RETRY = "a job refused for a missing LeaderWorkerSet: try again (installed?)"
 
 
-class UndeclaredTransition(RuntimeError):
+class UndeclaredTransition(DraftgenError, RuntimeError):
     """The reconcile asked for a transition the table does not declare (a bug, not the user's)."""
+
+    exit_code = ExitCode.UNEXPECTED
+    fix = "a bug in the operator's phase table: please report it with the log"
 
     def __init__(self, phase: str, event: Event) -> None:
         self.phase, self.event = phase, event

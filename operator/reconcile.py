@@ -21,8 +21,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from draftgen.plan.eta import format_duration
 from draftgen.spec import GenerationJobSpec, GenerationJobStatus, ServerStatus
+from draftgen.timefmt import format_duration
 
 from . import decisions, names, observe, readings
 from .children import Adopt, Children

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from draftgen.contract.generator_cli import ExitCode
-from draftgen.spec.reference import UnknownField, explain, markdown
+from draftgen.spec.reference import explain, markdown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,9 +26,5 @@ def run(args: argparse.Namespace) -> int:
     if args.reference:
         sys.stdout.write(markdown())
         return ExitCode.OK
-    try:
-        sys.stdout.write(explain(args.field))
-    except UnknownField as err:
-        print(err.args[0], file=sys.stderr)
-        return ExitCode.INVALID
+    sys.stdout.write(explain(args.field))  # UnknownField: reported and mapped by draftgen.cli
     return ExitCode.OK

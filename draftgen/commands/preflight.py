@@ -9,7 +9,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.preflight_cli import add_arguments
 
 __all__ = ["add_arguments", "run"]
@@ -22,13 +21,9 @@ def run(args: argparse.Namespace) -> int:
         summary_lines,
         termination_message,
     )
-    from draftgen.spec import SpecError, load_job
+    from draftgen.spec import load_job
 
-    try:
-        job = load_job(args.job)
-    except SpecError as err:
-        print(err, file=sys.stderr)
-        return ExitCode.INVALID
+    job = load_job(args.job)  # a SpecError is reported and mapped by draftgen.cli
     inputs = args.inputs
     base_dir = (inputs or Path(args.job).parent).resolve()
     report, code = preflight(job, base_dir, rows=args.rows, confine=inputs)

@@ -110,12 +110,9 @@ def _tokenizer_status(doc: JobDocument, job: GenerationJob) -> ExitCode:
 
     try:
         print(f"  {check_tokenizer(job, doc.base_dir)}")
-    except TokenizerError as err:
+    except (TokenizerError, IntegrityError) as err:  # per file: the other files are checked too
         print(f"{doc.source}: {err}", file=sys.stderr)
-        return ExitCode.INVALID
-    except IntegrityError as err:
-        print(f"{doc.source}: {err}", file=sys.stderr)
-        return ExitCode.INTEGRITY
+        return err.exit_code
     return ExitCode.OK
 
 

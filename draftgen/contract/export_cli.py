@@ -13,6 +13,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 COMMAND = "export"
 """The `draftgen` subcommand that writes an export."""
 
@@ -71,8 +74,11 @@ class ExportResult:
     card: str | None
 
 
-class ResultError(ValueError):
+class ResultError(DraftgenError, ValueError):
     """A result file or termination message that is not a list of export results."""
+
+    exit_code = ExitCode.INVALID
+    fix = "read the export container's log: it ended without writing its result"
 
 
 def results_json(results: list[ExportResult]) -> str:

@@ -1,4 +1,5 @@
-"""`draftgen generate`'s command line and exit codes: what the operator renders into the generator
+"""`draftgen generate`'s command line and exit codes (`ExitCode`, defined with the errors in
+draftgen/errors.py): what the operator renders into the generator
 Job and what `generator/cli.py` parses, from one definition.
 
 `GeneratorArgs.argv()` is what the operator puts in the container's args; `add_arguments()`
@@ -12,6 +13,8 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from draftgen.errors import ExitCode
 
 from .argv import options
 from .job_argument import INPUTS_FLAG, JOB_FLAG, add_inputs_argument, add_job_argument
@@ -37,56 +40,6 @@ class Flag(enum.StrEnum):
     EXPORTS_ROOT = "--exports-root"
     RESULT_FILE = "--result-file"
     LOG_FORMAT = "--log-format"
-
-
-class ExitCode(enum.IntEnum):
-    """The exit codes of every `draftgen` command (docs/cli.md has the table); each member's
-    docstring is what `-h` prints for it. `generate` can return any of them; `validate`, `plan`,
-    `export`, `stats` and `operator --render` return 0, 2 (refused: the message names the field
-    or flag and the fix), 3 (`validate --tokenizer`: an integrity check) or 141."""
-
-    def __new__(cls, value: int, doc: str) -> ExitCode:
-        member = int.__new__(cls, value)
-        member._value_ = value
-        member.__doc__ = doc
-        return member
-
-    OK = 0, "done (generate: every dataset met its budget or ran out of rows)"
-    UNEXPECTED = 1, "unexpected error (a bug: please report it with the log)"
-    INVALID = 2, "the job file, its inputs or the arguments are invalid (the message says the fix)"
-    INTEGRITY = (
-        3,
-        ("integrity check refused to start: the data would be wrong (tokenizer, template, server)"),
-    )
-    SERVERS_DOWN = 4, "no server became healthy"
-    DISK_FULL = (
-        5,
-        ("the output volume is full; free space and run the same command again to resume"),
-    )
-    OUTPUT_LOCKED = (
-        6,
-        (
-            "another run writes to this output directory (its pid and host are named); wait "
-            "for it to end or use another --output"
-        ),
-    )
-    HUB_UNREACHABLE = (
-        7,
-        "the model hub could not be reached or broke off; run again: it fetches only what is missing",
-    )
-    EXPORT_FAILED = (
-        8,
-        (
-            "every dataset is done but an export of spec.exports failed (named in the log); the "
-            "records are complete"
-        ),
-    )
-    SIGINT = 130, "interrupted (SIGINT); run the same command again to resume"
-    PIPE_CLOSED = (
-        141,
-        "standard output was closed early (`| head`): not an error of the command",
-    )
-    SIGTERM = 143, "terminated (SIGTERM); run the same command again to resume"
 
 
 FATAL_EXIT_CODES: tuple[ExitCode, ...] = (

@@ -18,6 +18,9 @@ from typing import Literal
 from prometheus_client.metrics_core import Metric as Family
 from prometheus_client.parser import text_string_to_metric_families
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 # Label names.
 DATASET = "dataset"
 FINISH_REASON = "finish_reason"
@@ -200,8 +203,11 @@ PREFIX = "draftgen_"
 """Every series of the generator's starts with it (tests check); other series are not its own."""
 
 
-class PageError(ValueError):
+class PageError(DraftgenError, ValueError):
     """A page that is not a Prometheus text page."""
+
+    exit_code = ExitCode.INVALID
+    fix = "point at a Prometheus /metrics page (the generator's or the server's)"
 
 
 def families(text: str) -> list[Family]:

@@ -12,6 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 from . import metrics
 
 BEGIN = "<!-- BEGIN generated (make metrics-doc, from draftgen/contract/metrics.py) -->"
@@ -19,8 +22,11 @@ END = "<!-- END generated -->"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 
 
-class StaleDoc(Exception):
+class StaleDoc(DraftgenError):
     """docs/metrics.md's generated part differs from the definitions."""
+
+    exit_code = ExitCode.INVALID
+    fix = "regenerate docs/metrics.md from draftgen/contract/metrics.py"
 
 
 def _cell(text: str) -> str:

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 HF_SCHEME = "hf://"
 FILE_SCHEME = "file://"
 
 
-class ModelLocationError(ValueError):
+class ModelLocationError(DraftgenError, ValueError):
     """The location is not a hub id nor a path; the message shows the accepted forms."""
+
+    exit_code = ExitCode.INVALID
+    fix = "write spec.model.weights as hf://ORG/NAME, pvc://CLAIM/PATH or a path"
 
 
 @dataclass(frozen=True)

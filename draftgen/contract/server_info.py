@@ -13,9 +13,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
 
-class ServerInfoError(ValueError):
+
+class ServerInfoError(DraftgenError, ValueError):
     """The answer is not a JSON object, so it holds none of the figures."""
+
+    exit_code = ExitCode.INTEGRITY
+    fix = "point --server at an SGLang server of a supported version"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from typing import Any
 
 # The card's and the summary's names are the contract's: `draftgen generate` reads them back.
 from draftgen.contract.export_cli import CARD_FILE, SUMMARY_FILE
-from draftgen.contract.generator_cli import ExitCode
 
 from . import card
 from .mix import parse_mix
@@ -278,16 +277,10 @@ def run(args: argparse.Namespace) -> int:
             args.overwrite,
             args.specforge_text,
         )
-    except ExportError as err:
-        print(f"draftgen export: {err}", file=sys.stderr)
-        return ExitCode.INVALID
-    except OSError as err:  # e.g. --out on a read-only filesystem
-        print(
-            f"draftgen export: cannot write {err.filename or args.out} ({err.strerror}); "
-            "choose a writable --out",
-            file=sys.stderr,
-        )
-        return ExitCode.INVALID
+    except OSError as err:  # e.g. --out on a read-only filesystem (ExportError: draftgen.cli)
+        raise ExportError(
+            f"cannot write {err.filename or args.out} ({err.strerror}); choose a writable --out"
+        ) from err
     for name, ds in summary.datasets.items():
         rows = " ".join(f"{s}={c.samples}" for s, c in ds.splits.items() if c.samples)
         print(

@@ -13,14 +13,22 @@ from typing import Any
 import draftgen.safe_json as safe_json
 from draftgen.commands.stats import job_datasets
 from draftgen.contract import layout
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
 
 REQUIRED_FIELDS = ("id", "dataset", "input_ids", "output_ids", "finish_reason")
 MAX_TOKEN_ID = 2**31
 """Token ids at or above this are damage, not a vocabulary (the writers store int64)."""
 
 
-class ExportError(Exception):
+class ExportError(DraftgenError):
     """The export cannot go on; the message names the file or option and the fix."""
+
+    exit_code = ExitCode.INVALID
+    fix = "fix what the message names (the output directory, --out or the options)"
+
+    def report(self) -> list[str]:
+        return [f"draftgen export: {self}"]
 
 
 @dataclass(slots=True)
@@ -139,6 +147,9 @@ def _field_problem(record: dict[str, Any]) -> str | None:
 
 class ManifestDamaged(ExportError):
     """A manifest that cannot be read; the export goes on from the records."""
+
+    exit_code = ExitCode.INVALID
+    fix = "restore the manifest, or run `draftgen generate` on the output again to rewrite it"
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from draftgen.plan.eta import remaining_completion_tokens
+from draftgen.work import remaining_completion_tokens
 
 
 class Limits(Protocol):

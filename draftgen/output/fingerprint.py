@@ -45,6 +45,7 @@ class SpecChanged(RunError):
     """A resumed run would mix samples of a changed job into a dataset."""
 
     exit_code = ExitCode.INTEGRITY
+    fix = "write to a new --output, or pass --allow-spec-change to mix the two on purpose"
 
 
 def _plain(value: Any) -> Any:

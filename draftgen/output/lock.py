@@ -45,6 +45,7 @@ class OutputLocked(RunError):
     """Another run writes to this output directory."""
 
     exit_code = ExitCode.OUTPUT_LOCKED
+    fix = "wait for the run named to end, or give another --output"
 
 
 @dataclass(frozen=True)

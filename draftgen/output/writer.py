@@ -12,14 +12,22 @@ from pathlib import Path
 from typing import Any
 
 from draftgen.contract import layout
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
 
 __all__ = ["AppendFile", "DatasetWriter", "DiskFull", "atomic_write_json", "encode_line"]
 
 _DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 
 
-class DiskFull(OSError):
+class DiskFull(DraftgenError, OSError):
     """The output volume is full (or a file reached its size limit): the run stops."""
+
+    exit_code = ExitCode.DISK_FULL
+    fix = "free space on the output volume and run the same command again: it resumes"
+
+    def report(self) -> list[str]:
+        return [f"disk full: {self}"]
 
 
 def encode_line(record: dict[str, Any]) -> bytes:

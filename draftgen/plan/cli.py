@@ -11,12 +11,12 @@ from typing import Any, get_args
 
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.job_argument import add_job_argument, job_files
-from draftgen.spec import SpecError, load_job_document
+from draftgen.spec import load_job_document
 from draftgen.spec.server import KVCacheDtype
 
 from .figures import PlanInputs
 from .kvcache import MemoryInputError, parse_start_log
-from .modelconfig import ModelConfigError, load_model_config
+from .modelconfig import load_model_config
 from .planner import build_plan
 from .report import render_json, render_text
 
@@ -114,11 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        job, document = load_job_document(job_files(args)[0])
-    except SpecError as err:
-        print(err, file=sys.stderr)
-        return ExitCode.INVALID
+    # SpecError, ModelConfigError, MemoryInputError: reported and mapped by draftgen.cli.
+    job, document = load_job_document(job_files(args)[0])
     if args.from_log and (args.free_before_load_gib or args.free_after_load_gib):
         print(
             "plan: give either --from-log or --free-before-load-gib/--free-after-load-gib, "
@@ -140,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             **{name: getattr(args, name) for name in _AS_GIVEN},
         )
         plan = build_plan(job, inputs)
-    except (ModelConfigError, MemoryInputError, OSError) as err:
+    except OSError as err:
         print(f"plan: {err}", file=sys.stderr)
         return ExitCode.INVALID
     sys.stdout.write(render_json(plan) if args.json else render_text(plan))

@@ -11,28 +11,17 @@ last one ends with the total.
 
 This is the one rule for both ETAs in a GenerationJob's status: the planner's (`status.plan`,
 from expected lengths) and the generator's (`status.eta`, from the lengths measured so far, via
-`remaining_completion_tokens`).
+`draftgen.work.remaining_completion_tokens`, the same limits).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from draftgen.timefmt import format_duration
+from draftgen.work import work_options
+
 from .concurrency import DatasetLengths
-
-
-def format_duration(seconds: float | None) -> str:
-    """`62400` → `17h20m`; `2700` → `45m`; `42` → `42s`; None or negative → `` (unknown)."""
-    if seconds is None or seconds < 0 or seconds != seconds or seconds == float("inf"):
-        return ""
-    total = round(seconds)
-    if total < 60:
-        return f"{total}s"
-    minutes = (total + 30) // 60
-    if minutes < 60:
-        return f"{minutes}m"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 @dataclass(frozen=True)
@@ -56,57 +45,6 @@ class DatasetWork:
         return max(self.completion_tokens - self.done_tokens, 0.0)
 
 
-def _work_options(
-    completion_budget: int | None,
-    total_budget: int | None,
-    max_samples: int | None,
-    prompt: float | None,
-    completion: float | None,
-) -> list[tuple[float, str]]:
-    """(completion tokens, why) for each limit the mean lengths can turn into tokens."""
-    options: list[tuple[float, str]] = []
-    if completion_budget is not None:
-        options.append((float(completion_budget), f"completionTokens {completion_budget:,}"))
-    if max_samples is not None and completion is not None:
-        options.append(
-            (
-                float(max_samples * completion),
-                f"maxSamples {max_samples:,} × {completion:,} completion tokens",
-            )
-        )
-    if (
-        total_budget is not None
-        and completion is not None
-        and prompt is not None
-        and (prompt + completion > 0)
-    ):
-        options.append(
-            (
-                total_budget * completion / (prompt + completion),
-                f"totalTokens {total_budget:,} × {completion:,}/"
-                f"{prompt + completion:,} completion share",
-            )
-        )
-    return options
-
-
-def remaining_completion_tokens(
-    completion_budget: int | None,
-    total_budget: int | None,
-    max_samples: int | None,
-    mean_prompt: float | None,
-    mean_completion: float | None,
-    done_completion_tokens: int,
-) -> float | None:
-    """Completion tokens still to generate before a dataset's nearest limit (None: unknown)."""
-    options = _work_options(
-        completion_budget, total_budget, max_samples, mean_prompt, mean_completion
-    )
-    if not options:
-        return None
-    return max(min(t for t, _ in options) - done_completion_tokens, 0.0)
-
-
 def dataset_work(
     name: str,
     completion_budget: int | None,
@@ -117,7 +55,7 @@ def dataset_work(
 ) -> DatasetWork:
     """The completion tokens a dataset's budget asks for (the smallest of its limits)."""
     prompt, completion = lengths.prompt_tokens, lengths.completion_tokens
-    options = _work_options(completion_budget, total_budget, max_samples, prompt, completion)
+    options = work_options(completion_budget, total_budget, max_samples, prompt, completion)
     if not options:
         needs = (
             "a budget"

@@ -18,13 +18,22 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 GiB = 1 << 30
 
 MemorySource = Literal["measured", "log", "estimated"]
 
 
-class MemoryInputError(ValueError):
+class MemoryInputError(DraftgenError, ValueError):
     """Free-memory figures are missing or inconsistent; the message says what to provide."""
+
+    exit_code = ExitCode.INVALID
+    fix = "give the GPU memory as the message says (--from-log or --free-*-gib)"
+
+    def report(self) -> list[str]:
+        return [f"plan: {self}"]
 
 
 @dataclass(frozen=True)

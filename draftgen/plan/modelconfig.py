@@ -15,7 +15,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.model_location import is_hub
+from draftgen.errors import DraftgenError
 
 CONFIG_NAME = "config.json"
 INDEX_NAME = "model.safetensors.index.json"
@@ -24,8 +26,14 @@ INDEX_NAME = "model.safetensors.index.json"
 KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "float16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
 
 
-class ModelConfigError(ValueError):
+class ModelConfigError(DraftgenError, ValueError):
     """A model config could not be found or read; the message names the file and the fix."""
+
+    exit_code = ExitCode.INVALID
+    fix = "point spec.model.configPath (or --model-config) at the model's readable config.json"
+
+    def report(self) -> list[str]:
+        return [f"plan: {self}"]
 
 
 @dataclass(frozen=True)

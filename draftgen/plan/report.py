@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 from draftgen.contract.sglang_scheduler import new_token_ratio_range
+from draftgen.timefmt import format_duration
 
 from .capacity import other_kv_dtype
-from .eta import format_duration
 from .figures import Plan
 from .kvcache import GiB
 

@@ -11,12 +11,18 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 from .job import GenerationJob
 from .yaml_strict import StrictYAMLError, load_all
 
 
-class SpecError(ValueError):
+class SpecError(DraftgenError, ValueError):
     """A GenerationJob was refused; `problems` holds one message per broken field."""
+
+    exit_code = ExitCode.INVALID
+    fix = "fix each field named; `draftgen explain FIELD` documents it"
 
     def __init__(self, problems: list[str], source: str = "GenerationJob") -> None:
         self.problems = problems

@@ -13,6 +13,9 @@ from typing import Any
 
 import yaml
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 from .job import GenerationJobSpec
 from .json_schema import inline_refs
 
@@ -173,8 +176,14 @@ def fields() -> list[FieldDoc]:
     return out
 
 
-class UnknownField(KeyError):
+class UnknownField(DraftgenError, KeyError):
     """`explain` was given a path the spec does not have; the message names the closest."""
+
+    exit_code = ExitCode.INVALID
+    fix = "see the field names with `draftgen explain --reference`"
+
+    def report(self) -> list[str]:
+        return [str(self.args[0])]  # KeyError's str() would quote it
 
 
 def _normal(path: str) -> str:

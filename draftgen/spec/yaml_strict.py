@@ -10,12 +10,18 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 MAX_DEPTH = 64
 """A job is a handful of levels deep; far below where PyYAML's recursion would fail."""
 
 
-class StrictYAMLError(ValueError):
+class StrictYAMLError(DraftgenError, ValueError):
     """The file is YAML but not a job file draftgen reads; the message names the line and the fix."""
+
+    exit_code = ExitCode.INVALID
+    fix = "fix the YAML at the line named (one key once, no anchors, no custom tags)"
 
 
 def _where(node_or_mark: Any) -> str:

@@ -38,7 +38,9 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.sglang_flags import SGLangFlag as F
+from draftgen.errors import DraftgenError
 
 __all__ = [
     "SGLangServer",
@@ -69,8 +71,11 @@ CPU_FLAGS = (
 )
 
 
-class SGLangServerError(RuntimeError):
+class SGLangServerError(DraftgenError, RuntimeError):
     """The server could not be started (the message includes the tail of its log)."""
+
+    exit_code = ExitCode.UNEXPECTED
+    fix = "read the tail of the server's log in the message"
 
 
 def repo_root() -> Path:

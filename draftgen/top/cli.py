@@ -11,15 +11,21 @@ import sys
 import time
 from pathlib import Path
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 from .model import History, build_view
-from .sources import ClusterSource, DirectorySource, MetricsSource, NoCluster, Source
+from .sources import ClusterSource, DirectorySource, MetricsSource, Source
 
 JOB_PREFIXES = ("gj/", "generationjob/", "generationjobs/", "generationjob.draftgen.io/")
 QUIT_KEYS = ("q", "Q")
 
 
-class TargetError(ValueError):
+class TargetError(DraftgenError, ValueError):
     """A TARGET that names none of the sources."""
+
+    exit_code = ExitCode.INVALID
+    fix = "name gj/NAME, an http(s):// metrics URL, or an output directory"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,11 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .screen import render
 
-    try:
-        source = make_source(args.target, args.namespace, args.server)
-    except (TargetError, NoCluster) as err:
-        print(err, file=sys.stderr)
-        return 2
+    source = make_source(args.target, args.namespace, args.server)  # TargetError, NoCluster
     history = History()
     # Piped (`--once > file`): the screen's own width, not rich's 80-column default.
     piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ

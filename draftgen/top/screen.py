@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from draftgen.contract.saturation import KV_USAGE_HIGH, Verdict
-from draftgen.plan.eta import format_duration
+from draftgen.timefmt import format_duration
 
 from .model import DatasetRow, ServerRow, View
 

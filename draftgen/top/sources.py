@@ -17,8 +17,10 @@ from typing import Any, Protocol
 
 import httpx
 
+from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.layout import job_manifest
 from draftgen.contract.metrics import PageError
+from draftgen.errors import DraftgenError
 
 from . import readings
 from .model import ServerReading, Snapshot
@@ -28,8 +30,11 @@ STALE_SECONDS = 60.0
 """A job manifest older than this while the job is not done: the generator is not writing."""
 
 
-class NoCluster(Exception):
+class NoCluster(DraftgenError):
     """No kubeconfig or in-cluster credentials to read a GenerationJob with."""
+
+    exit_code = ExitCode.INVALID
+    fix = "check the kubeconfig and its context, or watch a metrics URL or an output directory instead"
 
 
 class Source(Protocol):

@@ -25,6 +25,7 @@ import numpy as np
 
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.preflight_cli import DEFAULT_ROWS, TERMINATION_MESSAGE_LIMIT
+from draftgen.errors import DraftgenError
 from draftgen.generator.prompts.inputs import dataset_files, iter_samples
 from draftgen.generator.prompts.integrity import IntegrityError
 from draftgen.generator.prompts.pretokenize import TokenizerContext, TokenizerError, open_tokenizer
@@ -182,10 +183,15 @@ def preflight(
     return report, ExitCode.INTEGRITY
 
 
-class InputsRefused(RuntimeError):
+class InputsRefused(DraftgenError, RuntimeError):
     """`draftgen generate`'s preflight failed: `lines` are the problems, `exit_code` the code."""
 
-    def __init__(self, lines: list[str], exit_code: int) -> None:
+    fix = "fix each dataset named, then run again"
+
+    def report(self) -> list[str]:
+        return [f"refusing to start: {line}" for line in self.lines]
+
+    def __init__(self, lines: list[str], exit_code: ExitCode) -> None:
         super().__init__("; ".join(lines))
         self.lines, self.exit_code = lines, exit_code
 

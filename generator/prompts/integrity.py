@@ -22,6 +22,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
+
 PROBE_MESSAGES = [{"role": "user", "content": "What is the weather in Paris today?"}]
 PROBE_TOOL_NAME = "draftgen_probe_lookup_weather"
 PROBE_TOOLS = [
@@ -45,10 +48,16 @@ PROBE_TOOLS = [
 STRICT_TOOL_SAMPLES = 16
 
 
-class IntegrityError(RuntimeError):
+class IntegrityError(DraftgenError, RuntimeError):
     """The tokenizer, template or spec, or a server serving another tokenizer
     (`fleet.check_server_tokenizer`), would produce wrong data; the message says how to fix it.
     `draftgen generate` refuses to start with exit code 3."""
+
+    exit_code = ExitCode.INTEGRITY
+    fix = "fix the tokenizer, chat template or special tokens named; the data would be wrong"
+
+    def report(self) -> list[str]:
+        return [f"refusing to start: {self}"]
 
 
 def _show(text: str, tail: int = 80) -> str:

@@ -9,11 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from draftgen.contract import model_location
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
 from draftgen.generator.prompts.tokenizer_imports import missing_package_message
 
 
-class TokenizerError(RuntimeError):
+class TokenizerError(DraftgenError, RuntimeError):
     """The tokenizer cannot be loaded or a tokenizer worker died."""
+
+    exit_code = ExitCode.INVALID
+    fix = "point spec.model.tokenizer (or the weights) at a loadable tokenizer"
 
 
 def resolve_tokenizer_location(location: str, base_dir: Path) -> str:

@@ -16,10 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import draftgen.safe_json as safe_json
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
 
 
-class RowError(ValueError):
+class RowError(DraftgenError, ValueError):
     """A row cannot become a conversation; `reason` is the reject code."""
+
+    exit_code = ExitCode.INVALID
+    fix = "fix the row or its dataset's format (the row is recorded as a reject)"
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import draftgen.safe_json as safe_json
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -32,8 +34,11 @@ _PARQUET_BATCH = 256
 ROW_GROUP_CACHE_BYTES = 1 << 30
 
 
-class SourceError(ValueError):
+class SourceError(DraftgenError, ValueError):
     """A dataset source cannot be read at all (missing, empty, not JSONL/Parquet, corrupt)."""
+
+    exit_code = ExitCode.INVALID
+    fix = "fix spec.datasets[].source for the dataset named"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,9 @@ import logging
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draftgen.generator.prompts.samples import Reject
-from draftgen.generator.scheduling.datasets import Flight
 from draftgen.generator.sglang.client import (
     Aborted,
     BadResponse,
@@ -24,6 +23,9 @@ from draftgen.generator.sglang.client import (
 )
 from draftgen.generator.sglang.fleet import Fleet
 from draftgen.generator.telemetry.metrics import GeneratorMetrics
+
+if TYPE_CHECKING:  # an annotation only: scheduling sits above the SGLang side
+    from draftgen.generator.scheduling.datasets import Flight
 
 log = logging.getLogger("draftgen.generate")
 

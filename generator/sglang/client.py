@@ -12,12 +12,17 @@ from typing import Any
 
 import httpx
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import DraftgenError
 from draftgen.redact import redact_url
 from draftgen.spec import SamplingSpec
 
 
-class SGLangError(Exception):
+class SGLangError(DraftgenError):
     """A request to an SGLang server failed."""
+
+    exit_code = ExitCode.UNEXPECTED
+    fix = "see the server's log for the request named"
 
     kind = "error"
     """Label for `draftgen_errors_total{kind}`."""
@@ -28,6 +33,9 @@ class SGLangError(Exception):
 
 class ServerUnavailable(SGLangError):
     """The server could not be reached, or answered 5xx/503 (starting, restarting, overloaded)."""
+
+    exit_code = ExitCode.SERVERS_DOWN
+    fix = "check that the server runs and --server reaches it"
 
     kind = "connect"
     retryable = True
@@ -42,6 +50,9 @@ class ServerUnavailable(SGLangError):
 class RequestTimeout(SGLangError):
     """No answer within the request timeout."""
 
+    exit_code = ExitCode.SERVERS_DOWN
+    fix = "check the server's load; a busy server answers later"
+
     kind = "timeout"
     retryable = True
 
@@ -49,6 +60,9 @@ class RequestTimeout(SGLangError):
 class BadResponse(SGLangError):
     """The server refused the request (4xx) or answered something that is not a generation.
     Retrying the same request will not help."""
+
+    exit_code = ExitCode.INTEGRITY
+    fix = "check the request named against the server's version and flags (its log says why)"
 
     kind = "bad_response"
 
@@ -66,6 +80,9 @@ class BadResponse(SGLangError):
 class Aborted(SGLangError):
     """The server ended the generation with `finish_reason.type == "abort"` (asked for through
     `/abort_request`, or its own decision, e.g. out of memory). The partial output is never kept."""
+
+    exit_code = ExitCode.UNEXPECTED
+    fix = "check the server's log for why it aborted (memory, a restart)"
 
     kind = "abort"
     retryable = True

@@ -16,7 +16,6 @@ from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.server_info import context_problem, model_len, parse_server_info
 from draftgen.errors import RunError
 from draftgen.generator.prompts.integrity import IntegrityError
-from draftgen.generator.scheduling.room import ServerView
 from draftgen.generator.sglang.client import (
     BadResponse,
     ServerLoad,
@@ -42,6 +41,7 @@ class ServersDown(RunError):
     """No server became healthy."""
 
     exit_code = ExitCode.SERVERS_DOWN
+    fix = "check that each --server runs and answers /health_generate, or raise --health-timeout"
 
 
 @dataclass
@@ -65,19 +65,6 @@ class Server:
     retired: bool = False
     """It came back serving another model (or could not say what it serves): nothing more is
     ever sent to it — another model's ids can crash its scheduler — and the run is stopping."""
-
-    def view(self, now: float) -> ServerView:
-        load = self.load if self.load is not None and now - self.load.at < 5.0 else None
-        return ServerView(
-            kv_tokens=self.kv_tokens,
-            max_running=self.max_running,
-            in_flight=self.in_flight,
-            in_flight_tokens=self.in_flight_tokens,
-            healthy=self.healthy,
-            queue=load.num_queue_reqs if load else None,
-            running=load.num_running_reqs if load else None,
-            token_usage=load.token_usage if load else None,
-        )
 
     async def abort_quietly(self, rid: str) -> None:
         """Ask the server to stop a request; an error means there is nothing left to stop."""

@@ -26,8 +26,8 @@ from draftgen.generator.telemetry.rate import RateMeter
 from draftgen.generator.telemetry.rate import eta_seconds as eta_seconds
 from draftgen.output.figures import budget_text, state_text
 from draftgen.output.ledger import Ledger
-from draftgen.plan.eta import format_duration
 from draftgen.redact import redact_url
+from draftgen.timefmt import format_duration
 
 if TYPE_CHECKING:
     from rich.live import Live

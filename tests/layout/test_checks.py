@@ -1,8 +1,10 @@
-"""The checks engineers run on their own machines pass here too: ruff (lint and format) and mypy,
-with the configuration in pyproject.toml. A failure prints the tool's own findings."""
+"""The checks engineers run on their own machines pass here too: ruff (lint and format), mypy and
+the layer contracts (import-linter: layers, and no import cycle at any depth), with the
+configuration in pyproject.toml. A failure prints the tool's own findings."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -23,8 +25,8 @@ def _tool(name: str) -> str:
     return str(path)
 
 
-def _run(repo: Path, *argv: str) -> None:
-    done = subprocess.run(argv, cwd=repo, capture_output=True, text=True)
+def _run(repo: Path, *argv: str, env: dict[str, str] | None = None) -> None:
+    done = subprocess.run(argv, cwd=repo, capture_output=True, text=True, env=env)
     assert done.returncode == 0, f"{' '.join(argv)} failed:\n{done.stdout}{done.stderr}"
 
 
@@ -38,3 +40,9 @@ def test_ruff_format_is_applied(repo):
 
 def test_mypy_passes(repo):
     _run(repo, _tool("mypy"), "--cache-dir", str(repo / ".cache" / "mypy"))
+
+
+def test_import_contracts_hold(repo):
+    # The tree at hand, not whichever checkout the environment's editable install points at.
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    _run(repo, _tool("lint-imports"), "--no-cache", env=env)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from draftgen.plan.concurrency import DatasetLengths
-from draftgen.plan.eta import dataset_work, eta, format_duration
+from draftgen.plan.eta import dataset_work, eta
+from draftgen.timefmt import format_duration
 
 
 @pytest.mark.parametrize(
