@@ -7,6 +7,7 @@ from typing import Any, cast
 
 import kopf
 
+from .. import webhook
 from ..kube import Kube
 from ..metrics import serve
 from ..rbac import WEBHOOK_CONFIGURATION
@@ -40,14 +41,7 @@ def configure(settings: kopf.OperatorSettings, logger: kopf.Logger, **_: Any) ->
     kube = Kube.from_environment()
     if ours.webhook:
         register_webhook(ours, kube)
-        settings.admission.server = kopf.WebhookServer(
-            addr=ours.webhook_address,
-            port=ours.webhook_port,
-            host=ours.webhook_host,
-            certfile=ours.webhook_certfile,
-            pkeyfile=ours.webhook_pkeyfile,
-            insecure=ours.webhook_insecure,
-        )
+        settings.admission.server = webhook.server(ours)
         # kopf manages both configuration kinds under this name (operator/rbac.py).
         settings.admission.managed = WEBHOOK_CONFIGURATION
     state.set_reconciler(
