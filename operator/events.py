@@ -29,6 +29,7 @@ WARNING_REASONS = frozenset(
         "GeneratorUnschedulable",
         "GeneratorImagePullError",
         "GeneratorFailed",
+        "ChildRejected",
         *SERVER_FAILURE_REASONS,
     }
 )

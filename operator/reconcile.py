@@ -28,7 +28,7 @@ from . import decisions, names, observe, progress
 from .children import Adopt, Children
 from .conditions import drop_condition, now_rfc3339, set_condition
 from .first_run import FirstRun
-from .kube import Kube
+from .kube import Kube, KubeError
 from .ownership import NotOwned
 from .phases import TERMINAL, Event, enter
 from .plan import plan_figures
@@ -148,6 +148,21 @@ class Reconciler:
             # Nothing was written to the foreign object; the status says which one it is.
             decisions.mark_not_owned(status, err, gen, now)
             return Outcome(status_to_wire(status))
+        except KubeError as err:
+            if err.status != 422:
+                raise
+            # A child the API server refuses is refused the same way on every poll: fail with
+            # its words and the spec's field instead of retrying forever.
+            message = decisions.child_rejected_message(ref.spec, err.message)
+            return self._fail(
+                ref,
+                spec,
+                status,
+                Event.CHILD_REJECTED,
+                decisions.CHILD_REJECTED_REASON,
+                message,
+                now,
+            )
 
     def _act(
         self,

@@ -25,6 +25,7 @@ from draftgen.contract.model_location import is_hub
 from draftgen.spec import GenerationJobSpec, SpecError, parse_spec
 
 from .kube import Kube
+from .pod_rules import pod_problems
 from .policy import policy_problems, secret_problems
 from .settings import OperatorSettings, effective_spec
 
@@ -54,7 +55,7 @@ def cluster_problems(spec: GenerationJobSpec) -> list[str]:
             "1T-parameter model is about 600 GB, more than a pod's disk): set "
             "model.volume: {claimName: <a claim of that size>, mountPath: /models}"
         )
-    return problems
+    return problems + pod_problems(spec)
 
 
 def check(

@@ -33,8 +33,10 @@ from .first_run import (
     preflight_report,
 )
 from .spec import (
+    CHILD_REJECTED_REASON,
     LWS_MISSING_REASON,
     NOT_OWNED_REASON,
+    child_rejected_message,
     confirm_complete,
     finished_at_generation,
     mark_not_owned,
@@ -59,11 +61,13 @@ from .status import (
 )
 
 __all__ = [
+    "CHILD_REJECTED_REASON",
     "LWS_MISSING_REASON",
     "NOT_OWNED_REASON",
     "SERVER_FAILURE_REASONS",
     "JobAction",
     "ServerAction",
+    "child_rejected_message",
     "confirm_complete",
     "download_action",
     "download_commit",

@@ -4,6 +4,8 @@ object, a refused multi-node server, and when an ended job stays ended."""
 from __future__ import annotations
 
 import datetime
+import re
+from typing import Any
 
 from draftgen.spec import GenerationJobStatus
 
@@ -88,3 +90,30 @@ def ttl_expired(ttl: int | None, completion_time: str | None, now: str) -> bool:
     if ttl is None or ended is None:
         return False
     return (parse_time(now) or ended) - ended >= datetime.timedelta(seconds=ttl)
+
+
+CHILD_REJECTED_REASON = "ChildRejected"
+_INVALID_VALUE = re.compile(r'Invalid value: "([^"]*)"')
+
+
+def _fields_with(node: Any, values: set[str], path: str) -> list[str]:
+    """Paths of the spec's string fields holding one of `values`."""
+    if isinstance(node, dict):
+        return [f for k, v in node.items() for f in _fields_with(v, values, f"{path}.{k}")]
+    if isinstance(node, list):
+        return [f for i, v in enumerate(node) for f in _fields_with(v, values, f"{path}[{i}]")]
+    return [path] if isinstance(node, str) and node in values else []
+
+
+def child_rejected_message(spec: dict[str, Any], api_message: str) -> str:
+    """What the API server said about the refused child, and the spec fields whose values it
+    names (its message names the child's field, e.g. `...volumeMounts[2].mountPath`)."""
+    # KubeError's message is "METHOD URL: <the API server's words>".
+    words = api_message.split(": ", 1)[1] if api_message[:6].isupper() else api_message
+    fields = _fields_with(spec, set(_INVALID_VALUE.findall(words)), "spec")
+    return (
+        f"the API server refused a child: {words[:800]}"
+        + (f" (from {', '.join(sorted(set(fields)))})" if fields else "")
+        + "; retrying cannot help: fix the spec and edit it to run again (a spec draftgen's "
+        "checks accepted: please report it)"
+    )
