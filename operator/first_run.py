@@ -27,6 +27,7 @@ from draftgen.spec.status import ModelDownloadStatus
 
 from . import decisions, names, observe, progress
 from .children import Children
+from .conditions import set_condition
 from .kube import Kube
 from .phases import Event
 from .render import first_run as render_first_run
@@ -121,6 +122,9 @@ class FirstRun:
         if outcome == "failed":
             status.model = model
             text = decisions.download_failure_message(model, detail, message)
+            set_condition(
+                status.conditions, "ModelReady", False, "ModelDownloadFailed", text, gen, now
+            )
             return Gate((Event.DOWNLOAD_FAILED, "ModelDownloadFailed", text))
         model.commit = decisions.download_commit(message) or model.commit
         decisions.mark_downloaded(status, model, gen, now)
@@ -160,6 +164,9 @@ class FirstRun:
         if outcome == "failed":
             status.preflight = report
             text = decisions.preflight_failure_message(report, message)
+            set_condition(
+                status.conditions, "InputsValid", False, "PreflightFailed", text, gen, now
+            )
             return Gate((Event.PREFLIGHT_FAILED, "PreflightFailed", text))
         decisions.mark_preflight_passed(status, report, gen, now)
         return None

@@ -131,17 +131,16 @@ class Reconciler:
         gen = ref.generation
         spec, problems = check(ref.name, ref.spec, self.settings)
         if spec is None:
-            decisions.reject_spec(status, problems, gen, now)
-            return Outcome(status_to_wire(status))
+            return self._rejected(ref, status, problems, now)
         problems = secret_problems(self.kube, spec, ref.namespace, self.settings)
         if problems:  # the policy's secret label: needs the Secret, so checked here
-            decisions.reject_spec(status, problems, gen, now)
-            return Outcome(status_to_wire(status))
+            return self._rejected(ref, status, problems, now)
         set_condition(status.conditions, "SpecValid", True, "Valid", "spec accepted", gen, now)
         status.warnings = spec.warnings()
         if decisions.was_rejected(status):
             enter(status, Event.SPEC_FIXED)
             status.message = ""
+            status.completion_time = None
         try:
             return self._act(ref, spec, status, gen, now)
         except NotOwned as err:
@@ -163,6 +162,16 @@ class Reconciler:
                 message,
                 now,
             )
+
+    def _rejected(
+        self, ref: JobRef, status: GenerationJobStatus, problems: list[str], now: str
+    ) -> Outcome:
+        decisions.reject_spec(status, problems, ref.generation, now)
+        ended = status.phase == "Failed"
+        delete_job = ended and decisions.ttl_expired(
+            decisions.raw_ttl(ref.spec), status.completion_time, now
+        )
+        return Outcome(status_to_wire(status), delete_job=delete_job)
 
     def _act(
         self,
@@ -354,7 +363,9 @@ class Reconciler:
         self._read_progress(spec, gen_pods, status)
         if outcome == "failed":
             message = decisions.generator_failure_message(
-                spec.generator.backoff_limit, detail, observe.generator_failure_detail(gen_pods)
+                int((job.get("status") or {}).get("failed") or 0),
+                detail,
+                observe.generator_failure_detail(gen_pods),
             )
             # The failed Job has no running pod: keep it, so its pods' logs stay readable and a
             # restarted operator (or a lost status write) finds the same failure instead of

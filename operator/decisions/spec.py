@@ -24,6 +24,8 @@ def reject_spec(
     status.observed_generation = gen
     if enter(status, Event.SPEC_REJECTED) == "Failed":
         status.message = f"spec rejected: {problems[0]}"
+        # Ended: ttlSecondsAfterFinished counts from here (a fixed spec clears it).
+        status.completion_time = status.completion_time or now
     else:
         # An edit broke a running job: keep running what was last accepted, say so.
         status.message = f"spec edit rejected, still running the last accepted spec: {problems[0]}"
@@ -82,6 +84,12 @@ def confirm_complete(status: GenerationJobStatus, gen: int | None, now: str) -> 
         now,
     )
     status.observed_generation = gen
+
+
+def raw_ttl(spec: dict[str, Any]) -> int | None:
+    """`ttlSecondsAfterFinished` of a spec that did not validate, if it is itself usable."""
+    ttl = spec.get("ttlSecondsAfterFinished")
+    return ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0 else None
 
 
 def ttl_expired(ttl: int | None, completion_time: str | None, now: str) -> bool:

@@ -174,3 +174,45 @@ def test_delete_removes_every_child(cluster: Cluster, operator) -> None:
     assert cluster.service("kimi-server") is None
     assert cluster.configmap("kimi-generator") is None
     assert cluster.batch_job("kimi-generator") is None
+
+
+def test_a_suspended_job_shows_no_rate_or_eta_and_polls_log_nothing(
+    cluster: Cluster, operator, caplog
+) -> None:
+    """Suspended, nothing generates: Tok/s and ETA go (the tokens done stay). And the operator
+    logs decisions, not polls: while nothing changes, a poll writes no INFO line (kopf's
+    "Timer succeeded", an HTTP client's line per request)."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    port = free_port()
+    job = example_job(cluster.ns)
+    job["spec"]["generator"]["metricsPort"] = port
+    cluster.apply(job)
+    wait_for(lambda: cluster.deployment("kimi-server-0"), "the server Deployment")
+    cluster.server_ready("kimi")
+    wait_for(lambda: cluster.batch_job("kimi-generator"), "the generator Job")
+    metrics, server = _serve_generator_metrics(port)
+    try:
+        cluster.generator_running("kimi")
+        wait_for(
+            lambda: cluster.status("kimi").get("throughputTokensPerSecond") == 930.0,
+            "the rate read from the generator",
+        )
+        polls = lambda: len(_operator_requests(cluster, "fetch", "generationjobs"))  # noqa: E731
+        seen, lines = polls(), len(caplog.records)
+        wait_for(lambda: polls() >= seen + 5, "five more polls of the unchanged job")
+        quiet = [
+            r
+            for r in caplog.records[lines:]
+            # aiohttp.access: the emulator's own access log (the test's API server)
+            if r.levelno >= logging.INFO and r.name != "aiohttp.access"
+        ]
+        assert not quiet, [r.getMessage() for r in quiet]
+    finally:
+        server.shutdown()
+    cluster.edit_spec("kimi", {"suspend": True})
+    status = cluster.wait_phase("kimi", "Suspended")
+    assert "throughputTokensPerSecond" not in status and "etaSeconds" not in status
+    assert not status.get("eta")
+    assert status["completionTokens"] == 13_400_000
