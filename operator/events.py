@@ -30,6 +30,10 @@ WARNING_REASONS = frozenset(
         "GeneratorImagePullError",
         "GeneratorFailed",
         "ChildRejected",
+        "PreflightUnschedulable",
+        "PreflightImagePullError",
+        "ModelDownloadUnschedulable",
+        "ModelDownloadImagePullError",
         *SERVER_FAILURE_REASONS,
     }
 )

@@ -109,6 +109,23 @@ class FirstRun:
         outcome, detail = observe.job_outcome(have)
         pods = self._pods(job, namespace, "model-download")
         if outcome == "running":
+            stuck = observe.first_stuck(
+                pods,
+                names.DOWNLOAD_CONTAINER,
+                "model download",
+                "model.volume.claimName and the cluster's CPU capacity",
+            )
+            if stuck is not None:
+                gate = self._stuck(status, "ModelReady", "ModelDownload", stuck, gen, now)
+                if gate is not None:
+                    status.model = model
+                    return gate
+                decisions.mark_downloading(status, model, gen, now, stuck.message)
+                reason = "ModelDownload" + stuck.reason
+                set_condition(
+                    status.conditions, "ModelReady", False, reason, stuck.message, gen, now
+                )
+                return WAIT
             for ip in observe.running_pod_ips(pods):
                 got = progress.download_progress(
                     ip, download_cli.METRICS_PORT, self.settings.http_timeout_seconds
@@ -155,10 +172,25 @@ class FirstRun:
             return WAIT
         assert have is not None
         outcome, _ = observe.job_outcome(have)
+        pods = self._pods(job, namespace, "preflight")
         if outcome == "running":
             decisions.mark_preflight_running(status, gen, now)
+            stuck = observe.first_stuck(
+                pods,
+                names.PREFLIGHT_CONTAINER,
+                "preflight",
+                "spec.inputs.claimName, model.volume.claimName and the cluster's CPU capacity",
+            )
+            if stuck is not None:
+                gate = self._stuck(status, "InputsValid", "Preflight", stuck, gen, now)
+                if gate is not None:
+                    return gate
+                status.message = stuck.message
+                reason = "Preflight" + stuck.reason
+                set_condition(
+                    status.conditions, "InputsValid", False, reason, stuck.message, gen, now
+                )
             return WAIT
-        pods = self._pods(job, namespace, "preflight")
         _, message = observe.termination_message(pods, names.PREFLIGHT_CONTAINER)
         report = decisions.preflight_report(message)
         if outcome == "failed":
@@ -170,6 +202,24 @@ class FirstRun:
             return Gate((Event.PREFLIGHT_FAILED, "PreflightFailed", text))
         decisions.mark_preflight_passed(status, report, gen, now)
         return None
+
+    def _stuck(
+        self,
+        status: GenerationJobStatus,
+        condition: str,
+        prefix: str,
+        stuck: observe.Stuck,
+        gen: int | None,
+        now: str,
+    ) -> Gate | None:
+        """Fail once a stuck pod used up `stuck_pod_seconds`; None while it may still run."""
+        limit = self.settings.stuck_pod_seconds
+        if not decisions.stuck_too_long(stuck.since, now, limit):
+            return None
+        text, reason = decisions.gave_up(stuck.message, limit), prefix + stuck.reason
+        set_condition(status.conditions, condition, False, reason, text, gen, now)
+        event = Event.DOWNLOAD_FAILED if condition == "ModelReady" else Event.PREFLIGHT_FAILED
+        return Gate((event, reason, text))
 
 
 def meta_uid(owner: dict[str, Any]) -> str | None:

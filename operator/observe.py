@@ -29,6 +29,8 @@ class ServerHealth:
     """(reason, message) when the server will not come up by itself: the job fails."""
     waiting: tuple[str, str] | None = None
     """(reason, message) for a server that is not ready yet but may still become ready."""
+    waiting_since: str | None = None
+    """When the pod behind `waiting` got stuck (the deadline counts from it)."""
 
 
 def _container(pod: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -43,17 +45,17 @@ def server_health(pods: list[dict[str, Any]], crash_loop_restarts: int) -> Serve
     restarts = 0
     failure = None
     waiting = None
+    since = None
     for pod in pods:
         pod_name = pod["metadata"]["name"]
-        waiting = (
-            pod_stuck(
-                pod,
-                names.SERVER_CONTAINER,
-                "server",
-                "GPU capacity, server.nodeSelector, server.tolerations and the model claim",
-            )
-            or waiting
+        stuck = pod_stuck(
+            pod,
+            names.SERVER_CONTAINER,
+            "server",
+            "GPU capacity, server.nodeSelector, server.tolerations and the model claim",
         )
+        if stuck is not None:
+            waiting, since = stuck, stuck_since(pod)
         cs = _container(pod, names.SERVER_CONTAINER)
         if cs is None:
             continue
@@ -67,7 +69,7 @@ def server_health(pods: list[dict[str, Any]], crash_loop_restarts: int) -> Serve
         if count < crash_loop_restarts:
             continue
         failure = _crash_reason(pod_name, count, last)
-    return ServerHealth(restarts=restarts, failure=failure, waiting=waiting)
+    return ServerHealth(restarts=restarts, failure=failure, waiting=waiting, waiting_since=since)
 
 
 def pod_stuck(
@@ -91,6 +93,42 @@ def pod_stuck(
             f"{state_waiting.get('message', '')} (check {role}.image)",
         )
     return None
+
+
+def stuck_since(pod: dict[str, Any]) -> str | None:
+    """Since when a stuck pod has been stuck: when it became unschedulable, else (an image that
+    cannot be pulled) since it was created."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        unschedulable = cond.get("type") == "PodScheduled" and cond.get("status") == "False"
+        if unschedulable and cond.get("lastTransitionTime"):
+            return cond["lastTransitionTime"]
+    return (pod.get("metadata") or {}).get("creationTimestamp")
+
+
+@dataclasses.dataclass(frozen=True)
+class Stuck:
+    """A child's pod that cannot run: (reason, message) as `pod_stuck` says, and since when."""
+
+    reason: str
+    message: str
+    since: str | None
+
+
+def first_stuck(
+    pods: list[dict[str, Any]], container: str, role: str, scheduling_hint: str
+) -> Stuck | None:
+    """The first of `pods` that cannot be scheduled or pull its image."""
+    for pod in pods:
+        stuck = pod_stuck(pod, container, role, scheduling_hint)
+        if stuck is not None:
+            return Stuck(stuck[0], stuck[1], stuck_since(pod))
+    return None
+
+
+def stuck_since_first(pods: list[dict[str, Any]], container: str) -> str | None:
+    """Since when the first stuck pod of `pods` is stuck (None: none is)."""
+    stuck = first_stuck(pods, container, "", "")
+    return stuck.since if stuck is not None else None
 
 
 def generator_stuck(pods: list[dict[str, Any]]) -> tuple[str, str] | None:

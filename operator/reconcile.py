@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from draftgen.plan.eta import format_duration
 from draftgen.spec import GenerationJobSpec, GenerationJobStatus, ServerStatus
 
 from . import decisions, names, observe, progress
@@ -104,6 +103,10 @@ class Reconciler:
         self.settings = settings
         self.children = Children(kube, settings, adopt)
         self.first_run = FirstRun(kube, settings, self.children)
+
+    @property
+    def _stuck_limit(self) -> int:
+        return self.settings.stuck_pod_seconds
 
     def delete_children(self, name: str, namespace: str, uid: str | None) -> None:
         """Everything the job created and controls (owner references let a real cluster's GC
@@ -317,6 +320,10 @@ class Reconciler:
             set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)
             return self._fail(ref, spec, status, Event.SERVER_FAILED, reason, message, now)
 
+        late = decisions.overdue(health.waiting, health.waiting_since, now, self._stuck_limit)
+        if late is not None and ready < spec.server.replicas:
+            set_condition(status.conditions, "ServerReady", False, *late, gen, now)
+            return self._fail(ref, spec, status, Event.SERVER_FAILED, *late, now)
         if ready < spec.server.replicas and job is None:
             decisions.mark_server_starting(
                 status, health.waiting, ready, spec.server.replicas, gen, now
@@ -324,7 +331,9 @@ class Reconciler:
             return Outcome(status_to_wire(status))
         decisions.mark_server_ready(status, ready, spec.server.replicas, gen, now)
         if status.server.max_total_num_tokens is None:
-            status.server.max_total_num_tokens = self._read_kv_capacity(spec, server_pods)
+            status.server.max_total_num_tokens = progress.kv_capacity(
+                spec, server_pods, self.settings.http_timeout_seconds
+            )
 
         self.children.ensure_config(ref.body, ref.name, ref.namespace, document, digest)
         action = decisions.generator_action(job, digest)
@@ -360,7 +369,7 @@ class Reconciler:
         gen = ref.generation
         outcome, detail = observe.job_outcome(job)
         gen_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "generator"))
-        self._read_progress(spec, gen_pods, status)
+        progress.read_into(status, spec, gen_pods, self.settings.http_timeout_seconds)
         if outcome == "failed":
             message = decisions.generator_failure_message(
                 int((job.get("status") or {}).get("failed") or 0),
@@ -387,41 +396,10 @@ class Reconciler:
             decisions.mark_succeeded(status, gen, now)
             return self._finished(ref, spec, status, now)
         status.plan = plan_figures(ref.name, ref.namespace, spec, status) or status.plan
-        decisions.mark_generator_running(status, observe.generator_stuck(gen_pods), gen, now)
+        stuck = observe.generator_stuck(gen_pods)
+        since = observe.stuck_since_first(gen_pods, names.GENERATOR_CONTAINER)
+        late = decisions.overdue(stuck, since, now, self._stuck_limit)
+        if late is not None:
+            return self._fail(ref, spec, status, Event.GENERATOR_FAILED, *late, now)
+        decisions.mark_generator_running(status, stuck, gen, now)
         return Outcome(status_to_wire(status))
-
-    # -- reads from the pods -----------------------------------------------------------------
-    def _read_kv_capacity(
-        self, spec: GenerationJobSpec, server_pods: list[dict[str, Any]]
-    ) -> int | None:
-        # A multi-node group's workers serve no HTTP: ask its leaders only.
-        leaders = [
-            p
-            for p in server_pods
-            if ((p.get("metadata") or {}).get("labels") or {}).get(names.ROLE_LABEL)
-            != names.WORKER_ROLE
-        ]
-        for ip in observe.running_pod_ips(leaders):
-            kv = progress.server_kv_capacity(
-                ip, spec.server.port, self.settings.http_timeout_seconds
-            )
-            if kv is not None:
-                return kv
-        return None
-
-    def _read_progress(
-        self, spec: GenerationJobSpec, pods: list[dict[str, Any]], status: GenerationJobStatus
-    ) -> None:
-        for ip in observe.running_pod_ips(pods):
-            got = progress.scrape(
-                ip, spec.generator.metrics_port, self.settings.http_timeout_seconds
-            )
-            if got is None:
-                continue
-            status.datasets = got.datasets
-            status.completion_tokens = got.completion_tokens
-            status.progress = got.percent()
-            status.throughput_tokens_per_second = got.throughput_tokens_per_second
-            status.eta_seconds = got.eta_seconds
-            status.eta = format_duration(got.eta_seconds)
-            return

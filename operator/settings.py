@@ -84,6 +84,12 @@ class OperatorSettings:
     """Run the preflight Job (every dataset's first rows through the parsers and the tokenizer)
     before creating a job's server; off, the server is created at once (docs/operator.md)."""
 
+    stuck_pod_seconds: int = 1800
+    """How long a child's pod (model download, preflight, server, generator) may stay
+    unschedulable or unable to pull its image before the job fails with that reason; it is
+    reported at once either way. 0: report only, never fail (chart value
+    `operator.stuckPodSeconds`)."""
+
     crash_loop_restarts: int = 3
     """Server container restarts after which the job fails with the crash reason instead of
     waiting forever (a 1T model that OOMs at load would otherwise restart for hours)."""

@@ -125,3 +125,30 @@ def child_rejected_message(spec: dict[str, Any], api_message: str) -> str:
         + "; retrying cannot help: fix the spec and edit it to run again (a spec draftgen's "
         "checks accepted: please report it)"
     )
+
+
+def stuck_too_long(since: str | None, now: str, limit_seconds: int) -> bool:
+    """A pod stuck since `since` has used up the `limit_seconds` it may be stuck (0: never)."""
+    start, current = parse_time(since), parse_time(now)
+    if not limit_seconds or start is None or current is None:
+        return False
+    return current - start >= datetime.timedelta(seconds=limit_seconds)
+
+
+def overdue(
+    stuck: tuple[str, str] | None, since: str | None, now: str, limit_seconds: int
+) -> tuple[str, str] | None:
+    """(reason, message) to fail with once a stuck pod used up its time; None until then."""
+    if stuck is None or not stuck_too_long(since, now, limit_seconds):
+        return None
+    return stuck[0], gave_up(stuck[1], limit_seconds)
+
+
+def gave_up(message: str, limit_seconds: int) -> str:
+    """A stuck pod's message once its deadline passed."""
+    from draftgen.plan.eta import format_duration
+
+    return (
+        f"{message}; gave up after {format_duration(float(limit_seconds))} (the operator's "
+        "stuckPodSeconds): fix the cause and edit the spec to try again"
+    )

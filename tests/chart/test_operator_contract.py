@@ -56,6 +56,7 @@ def test_default_values_reach_the_operator():
     )
     assert s.webhook is False
     assert s.handler_threads == values["operator"]["handlerThreads"] == 32
+    assert s.stuck_pod_seconds == values["operator"]["stuckPodSeconds"] == 1800
     # No policy by default (everything allowed); the operator's namespace for the NetworkPolicy.
     assert (s.allowed_image_prefixes, s.allowed_claims, s.allowed_secrets, s.secret_label) == (
         (),
