@@ -14,6 +14,7 @@ from draftgen.contract.export_cli import ResultError, parse_results
 from draftgen.spec import ExportStatus
 
 from . import names
+from .conditions import parse_time
 
 # Words in a crash's termination message that mean the GPU ran out of memory.
 _CUDA_OOM = ("out of memory", "outofmemoryerror", "cuda error: out of memory")
@@ -229,6 +230,26 @@ def termination_message(pods: list[dict[str, Any]], container: str) -> tuple[int
     term = sorted(ended)[-1][2]
     code = term.get("exitCode")
     return (int(code) if code is not None else None), (term.get("message") or "").strip()
+
+
+LOST_POD_SECONDS = 600
+"""A pod still terminating this long after its deletion is on a node that will not report
+(lost): it is no longer waited for."""
+
+
+def live_pods(pods: list[dict[str, Any]], now: str) -> list[str]:
+    """Names of the pods that have not exited (not Succeeded or Failed), except those whose
+    node stopped reporting their deletion for `LOST_POD_SECONDS`."""
+    current = parse_time(now)
+    out = []
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        deleted = parse_time((pod.get("metadata") or {}).get("deletionTimestamp"))
+        if deleted and current and (current - deleted).total_seconds() > LOST_POD_SECONDS:
+            continue
+        out.append(pod["metadata"]["name"])
+    return out
 
 
 def running_pod_ips(pods: list[dict[str, Any]]) -> list[str]:

@@ -216,3 +216,31 @@ def test_a_suspended_job_shows_no_rate_or_eta_and_polls_log_nothing(
     assert "throughputTokensPerSecond" not in status and "etaSeconds" not in status
     assert not status.get("eta")
     assert status["completionTokens"] == 13_400_000
+
+
+def test_deleting_a_running_job_waits_for_its_generator_pod_to_exit(
+    cluster: Cluster, operator
+) -> None:
+    """The generator may be writing its last records: the server and the GenerationJob stay
+    until its pod has exited (the kubelet's part played here), so a job re-created under the
+    same name never runs a second generator on the same output."""
+    cluster.apply(example_job(cluster.ns))
+    wait_for(lambda: cluster.deployment("kimi-server-0"), "the server Deployment")
+    cluster.server_ready("kimi")
+    wait_for(lambda: cluster.batch_job("kimi-generator"), "the generator Job")
+    cluster.generator_running("kimi")
+
+    cluster.emu.delete("/apis/draftgen.io/v1alpha1", "generationjobs", cluster.ns, "kimi")
+    wait_for(lambda: cluster.batch_job("kimi-generator") is None, "the generator Job deleted")
+    pod_lists = lambda: _operator_requests(cluster, "list", "pods")  # noqa: E731
+    seen = len(pod_lists())
+    wait_for(
+        lambda: cluster.job("kimi") is None or len(pod_lists()) >= seen + 2,
+        "the job gone, or its deletion retried while the pod runs",
+    )
+    assert cluster.job("kimi") is not None, "the job went while its generator still ran"
+    assert cluster.deployment("kimi-server-0") is not None
+
+    cluster.emu.delete("/api/v1", "pods", cluster.ns, "kimi-generator-xyz34")  # it exited
+    wait_for(lambda: cluster.job("kimi") is None, "the GenerationJob gone once the pod exited")
+    assert cluster.deployment("kimi-server-0") is None
