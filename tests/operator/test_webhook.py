@@ -218,3 +218,19 @@ def test_the_webhook_never_blocks_metadata_or_deleting_an_invalid_job(
         )
         cluster.emu.delete(GJ, "generationjobs", cluster.ns, "bad")
         wait_for(lambda: cluster.job("bad") is None, "the invalid job deleted (finalizer removed)")
+
+
+def test_what_the_webhook_judges() -> None:
+    from draftgen.controller.webhook import needs_validation
+
+    job = example_job("drafters")
+    labelled = {**job, "metadata": {**job["metadata"], "labels": {"team": "a"}}}
+    edited = {**job, "spec": {**job["spec"], "suspend": True}}
+    deleting = {
+        **edited,
+        "metadata": {**job["metadata"], "deletionTimestamp": "2026-12-03T00:00:00Z"},
+    }
+    assert needs_validation("CREATE", None, job)
+    assert needs_validation("UPDATE", job, edited)  # a spec change
+    assert not needs_validation("UPDATE", job, labelled)  # metadata only (finalizers too)
+    assert not needs_validation("UPDATE", job, deleting)  # being deleted, even with a spec edit
