@@ -102,3 +102,19 @@ def plan_layouts(plan: Plan, job: GenerationJob, inputs: PlanInputs) -> None:
             work=plan.work,
         )
     )
+    current = next((r for r in plan.layouts if r.current), None)
+    if current is None or current.layout == Layout():
+        return
+    if current.status in ("thin", "cannot start"):
+        plan.warnings.append(
+            f"{current.layout.label()}: about {current.headroom_gib:.2f} GiB per GPU left after "
+            f"CUDA graphs ({current.graphs_gib:.2f} GiB with SGLang's DP-attention allowance)"
+            + (f": {current.reason}" if current.reason else "")
+        )
+    if current.advice:
+        plan.warnings.append(
+            f"{current.layout.label()}: SGLang's default decode CUDA-graph batch per rank is far "
+            f"above the {current.decodes} decodes the server holds over its ranks, and its "
+            f"DP-attention allowance grows with it; add `{current.advice}` to server.extraArgs to "
+            "keep that memory for prefill"
+        )

@@ -182,8 +182,9 @@ def _row(
     elif headroom < 0:
         status = "cannot start"
         reason = (
-            f"CUDA graphs ({graphs:.2f} GiB with SGLang's DP-attention allowance) do not fit the "
-            f"{reserved:.2f} GiB kept free; lower memFractionStatic"
+            f"CUDA graphs up to a batch of {bs} ({graphs:.2f} GiB with SGLang's DP-attention "
+            f"allowance) do not fit the {reserved:.2f} GiB kept free: lower memFractionStatic, "
+            "or a smaller --cuda-graph-max-bs-decode (decodes above it run without graphs)"
         )
     elif i.longest_request_tokens and rank < i.longest_request_tokens:
         status = "request too long"

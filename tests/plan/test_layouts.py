@@ -268,3 +268,25 @@ def test_validate_refuses_a_rank_too_small_for_the_longest_request(
     # Striping each request over 2 GPUs of its group doubles what one rank holds.
     server = {"attentionDataParallelSize": 4, "decodeContextParallelSize": 2}
     assert _validate(tmp_path, examples, server, {"maxNewTokens": 90000}) == 0
+
+
+def test_the_examples_comment_is_the_planners_recommendation(kimi_job, examples) -> None:
+    """examples/kimi-k2.5.yaml shows the recommendation as a comment: it must say what the
+    planner says, be marked as a plan, and be a valid spec when uncommented."""
+    text = (examples / "kimi-k2.5.yaml").read_text()
+    assert "A PLAN, NOT A MEASUREMENT" in text
+    best = next(r for r in _plan(kimi_job, examples).layouts if r.best)
+    assert f"#   attentionDataParallelSize: {best.layout.attention_dp}" in text
+    assert best.layout.dcp == 1
+    assert f'#   extraArgs: ["{best.advice.split()[0]}", "{best.advice.split()[1]}"]' in text
+    for figure in (best.rank_tokens, best.total_tokens, best.decodes):
+        assert f"{figure:,}" in text
+    assert f"{best.total_tokens / PLAIN_TOKENS:.2f}×" in text
+    taken = copy.deepcopy(kimi_job)
+    taken["spec"]["server"].update(
+        attentionDataParallelSize=best.layout.attention_dp, extraArgs=best.advice.split()
+    )
+    plan = _plan(taken, examples)
+    assert plan.capacity_tokens == best.total_tokens and not any(
+        "cuda-graph" in w for w in plan.warnings
+    )
