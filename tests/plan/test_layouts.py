@@ -290,3 +290,13 @@ def test_the_examples_comment_is_the_planners_recommendation(kimi_job, examples)
     assert plan.capacity_tokens == best.total_tokens and not any(
         "cuda-graph" in w for w in plan.warnings
     )
+
+
+def test_status_plan_counts_every_ranks_pool(kimi_job, examples) -> None:
+    """The operator's status.plan (plan_status) reports the server's tokens over its ranks."""
+    from draftgen.plan.planner import plan_status
+
+    raw = copy.deepcopy(kimi_job)
+    raw["spec"]["server"]["attentionDataParallelSize"] = 2
+    status = plan_status(parse_job(raw), PlanInputs(base_dir=examples))
+    assert (status.kv_capacity_tokens, status.concurrent_decodes) == (269_272, 2 * 31)
