@@ -23,14 +23,14 @@ from typing import Any
 
 from draftgen.spec import GenerationJobSpec, GenerationJobStatus, ServerStatus
 
-from . import decisions, names, observe, progress
+from . import decisions, names, observe, readings
 from .children import Adopt, Children
 from .conditions import drop_condition, now_rfc3339, set_condition
 from .first_run import FirstRun
 from .kube import Kube, KubeError
 from .ownership import NotOwned
 from .phases import TERMINAL, Event, enter
-from .plan import plan_figures
+from .plan_status import plan_figures
 from .policy import secret_problems
 from .render import generator as render_generator
 from .settings import OperatorSettings
@@ -343,7 +343,7 @@ class Reconciler:
             return Outcome(status_to_wire(status))
         decisions.mark_server_ready(status, ready, spec.server.replicas, gen, now)
         if status.server.max_total_num_tokens is None:
-            status.server.max_total_num_tokens = progress.kv_capacity(
+            status.server.max_total_num_tokens = readings.kv_capacity(
                 spec, server_pods, self.settings.http_timeout_seconds
             )
 
@@ -381,7 +381,7 @@ class Reconciler:
         gen = ref.generation
         outcome, detail = observe.job_outcome(job)
         gen_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "generator"))
-        progress.read_into(status, spec, gen_pods, self.settings.http_timeout_seconds)
+        readings.read_into(status, spec, gen_pods, self.settings.http_timeout_seconds)
         if outcome == "failed":
             message = decisions.generator_failure_message(
                 int((job.get("status") or {}).get("failed") or 0),
