@@ -108,15 +108,18 @@ class Reconciler:
     def _stuck_limit(self) -> int:
         return self.settings.stuck_pod_seconds
 
-    def delete_children(self, name: str, namespace: str, uid: str | None) -> list[str]:
+    def delete_children(
+        self, name: str, namespace: str, uid: str | None, phase: str | None = None
+    ) -> list[str]:
         """The generator first: while its pods run (they may be writing their last records)
         nothing else is deleted and their names are returned, to be asked again. Then
         everything the job created and controls (owner references let a real cluster's GC do
         the same); objects of the same names it does not control stay."""
         job = self.kube.get("Job", namespace, names.generator_name(name))
-        if job is None or observe.job_outcome(job)[0] == "running":
-            # Running (or already being deleted): its pods may still write. An ended Job's pods
-            # have exited, whatever a stale pod status says.
+        ended = phase in TERMINAL or (job is not None and observe.job_outcome(job)[0] != "running")
+        if not ended:
+            # Running (or already being deleted): its pods may still write. An ended job's or
+            # Job's pods have exited, whatever a stale pod status says.
             self.children.stop_job(names.generator_name(name), namespace, uid)  # if it is ours
             pods = self.kube.list("Pod", namespace, names.selector(name, "generator"))
             running = observe.live_pods(pods, now_rfc3339())

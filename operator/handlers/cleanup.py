@@ -19,7 +19,9 @@ from . import state
 def on_delete(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     name, namespace = body.metadata.name, body.metadata.namespace or "default"
     try:
-        running = state.reconciler().delete_children(name, namespace, body.metadata.uid)
+        running = state.reconciler().delete_children(
+            name, namespace, body.metadata.uid, body.status.get("phase")
+        )
     except KubeError as err:
         raise kopf.TemporaryError(str(err), delay=5) from err
     if running:
