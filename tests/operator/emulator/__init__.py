@@ -32,9 +32,8 @@ controllers (no ReplicaSet, no pod, no Job status appears by itself: tests patch
 
 Where each part lives: `resources` (the kinds served), `stamp` (metadata on writes), `rbac`
 (authorization and the owner-reference rule), `admission` and `validation` (above), `proxy`
-(the pod proxy), `api` (the emulator:
-versions, lists, watches, the request log), `thread` (the background thread, its kubeconfig and
-the tests' sync client).
+(the pod proxy), `api` (the emulator: versions, lists, watches, the request log), `thread` (the
+background thread, its kubeconfig and the tests' sync client).
 """
 
 from __future__ import annotations
