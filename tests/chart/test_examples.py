@@ -28,3 +28,23 @@ def test_the_example_renders_and_validates(path):
         namespace = job["metadata"]["namespace"]
         assert namespace in {r["metadata"]["namespace"] for r in of_kind(docs, "Role")}
         assert of_kind(docs, "ClusterRoleBinding") == []
+
+
+def _notes(values: dict) -> str:
+    import helm_python as helm
+
+    with helm.Chart.load(CHART) as chart:
+        manifests = chart.render(values, name="dg", namespace="draftgen")
+    return next(v for k, v in manifests.items() if k.endswith("NOTES.txt"))
+
+
+def test_install_notes_say_the_default_image_is_unpublished_and_what_is_served():
+    """Issue 30, item 12: `helm install` with the default image warns that it cannot be pulled
+    and how to fix it; with an image of your own it does not."""
+    notes = _notes({})
+    assert "ghcr.io/draftgen/draftgen:0.1.0 has not been published yet" in notes
+    assert "--set image.repository=REGISTRY/draftgen" in notes
+    assert "serves namespace(s) draftgen only" in notes
+    own = _notes({"image": {"repository": "registry.example.com/ml/draftgen"}})
+    assert "has not been published" not in own
+    assert "serves every namespace" in _notes({"operator": {"clusterWide": True}})
