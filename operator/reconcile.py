@@ -24,7 +24,7 @@ from typing import Any
 from draftgen.plan.eta import format_duration
 from draftgen.spec import GenerationJobSpec, GenerationJobStatus, ServerStatus
 
-from . import decisions, names, observe, progress
+from . import decisions, kueue, names, observe, progress
 from .children import Adopt, Children
 from .conditions import drop_condition, now_rfc3339, set_condition
 from .first_run import FirstRun
@@ -294,6 +294,9 @@ class Reconciler:
             return self._fail(ref, spec, status, Event.SERVER_FAILED, reason, message, now)
 
         if ready < spec.server.replicas and job is None:
+            if queued := kueue.server_queued(ref.body, server_pods):
+                kueue.mark_queued(status, queued, gen, now)
+                return Outcome(status_to_wire(status))
             decisions.mark_server_starting(
                 status, health.waiting, ready, spec.server.replicas, gen, now
             )
@@ -334,6 +337,9 @@ class Reconciler:
     ) -> Outcome:
         """Status from the generator Job (running, succeeded or failed) and its pods."""
         gen = ref.generation
+        if queued := kueue.generator_queued(ref.body, job):
+            kueue.mark_queued(status, queued, gen, now, condition="Generating")
+            return Outcome(status_to_wire(status))
         outcome, detail = observe.job_outcome(job)
         gen_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "generator"))
         self._read_progress(spec, gen_pods, status)
