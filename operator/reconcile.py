@@ -293,10 +293,11 @@ class Reconciler:
             set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)
             return self._fail(ref, spec, status, Event.SERVER_FAILED, reason, message, now)
 
+        if ready < spec.server.replicas and (queued := kueue.server_queued(ref.body, server_pods)):
+            # Not admitted yet, or preempted (its pods come back gated): the generator waits.
+            kueue.mark_queued(status, queued, gen, now)
+            return Outcome(status_to_wire(status))
         if ready < spec.server.replicas and job is None:
-            if queued := kueue.server_queued(ref.body, server_pods):
-                kueue.mark_queued(status, queued, gen, now)
-                return Outcome(status_to_wire(status))
             decisions.mark_server_starting(
                 status, health.waiting, ready, spec.server.replicas, gen, now
             )

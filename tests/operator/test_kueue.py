@@ -16,7 +16,7 @@ from draftgen.controller.settings import OperatorSettings
 from draftgen.spec import GenerationJobSpec
 
 from .emulator import kueue as played
-from .harness import Cluster, example_job
+from .harness import APPS, CORE, Cluster, example_job
 
 NS = "drafters"
 SETTINGS = OperatorSettings(http_timeout_seconds=0.2, preflight=False)
@@ -80,6 +80,20 @@ def test_a_queued_job_waits_for_kueue_and_moves_on_when_admitted(cluster: Cluste
     played.admit_job(cluster.emu, NS, "kimi-generator")
     cluster.generator_running("kimi")
     assert _step(rec)["phase"] == "Generating"
+    # Preempted: Kueue evicts the server, whose pod comes back gated; the job is Queued again.
+    cluster.emu.delete(CORE, "pods", NS, "kimi-server-0-abc12")
+    cluster.emu.patch(
+        APPS,
+        "deployments",
+        NS,
+        "kimi-server-0",
+        {"status": {"readyReplicas": 0}},
+        subresource="status",
+    )
+    played.webhook_pod(cluster.emu, NS, "kimi-server-0-def34", pod_labels)
+    status = _step(rec)
+    assert status["phase"] == "Queued"
+    assert _condition(status, "ServerReady")["reason"] == "QueuedByKueue"
 
 
 def test_without_a_queue_name_nothing_is_labelled_or_suspended(cluster: Cluster) -> None:
