@@ -30,6 +30,15 @@ def test_the_example_renders_and_validates(path):
         assert of_kind(docs, "ClusterRoleBinding") == []
 
 
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_the_example_lints_clean(path):
+    import helm_python as helm
+
+    values = yaml.safe_load(path.read_text())
+    report = helm.lint(CHART, values, strict=True, namespace="draftgen", kube_version="v1.30.0")
+    assert [m for m in report["messages"] if m["severity"] >= 2] == [] and report["errors"] == []
+
+
 def _notes(values: dict) -> str:
     import helm_python as helm
 
