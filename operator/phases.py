@@ -30,6 +30,7 @@ class Event(enum.Enum):
     DOWNLOAD_FAILED = "the model download Job ran out of retries or was refused"
     PREFLIGHT_RUNNING = "the preflight Job is checking the inputs and the tokenizer"
     PREFLIGHT_FAILED = "the preflight found a dataset or the tokenizer unusable"
+    QUEUED = "Kueue has not admitted the server or the generator (gated pod, suspended Job)"
     SERVER_STARTING = "server replicas not ready yet, no generator"
     SERVER_FAILED = "the server will not come up by itself"
     GENERATOR_RUNNING = "the generator was started, is restarting or is running"
@@ -57,6 +58,7 @@ ON_SPEC_REJECTED: dict[Phase, Phase] = {
     "Suspended": "Suspended",
     # before any server exists a rejected edit has nothing running to protect: it fails.
     "Pending": "Failed",
+    "Queued": "Failed",
     "DownloadingModel": "Failed",
     "Preflight": "Failed",
     "Succeeded": "Failed",
@@ -74,6 +76,7 @@ FROM_ANY_ACTIVE: dict[Event, Phase] = {
     Event.DOWNLOAD_FAILED: "Failed",
     Event.PREFLIGHT_RUNNING: "Preflight",
     Event.PREFLIGHT_FAILED: "Failed",
+    Event.QUEUED: "Queued",
     Event.SERVER_STARTING: "StartingServer",
     Event.SERVER_FAILED: "Failed",
     Event.GENERATOR_RUNNING: "Generating",

@@ -23,7 +23,7 @@ from typing import Any
 
 from draftgen.spec import GenerationJobSpec, GenerationJobStatus, ServerStatus
 
-from . import decisions, names, observe, readings
+from . import decisions, kueue, names, observe, readings
 from .children import Adopt, Children
 from .conditions import drop_condition, now_rfc3339, set_condition
 from .first_run import FirstRun
@@ -335,6 +335,10 @@ class Reconciler:
             set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)
             return self._fail(ref, spec, status, Event.SERVER_FAILED, reason, message, now)
 
+        if ready < spec.server.replicas and (queued := kueue.server_queued(ref.body, server_pods)):
+            # Not admitted yet, or preempted (its pods come back gated): the generator waits.
+            kueue.mark_queued(status, queued, gen, now)
+            return Outcome(status_to_wire(status))
         late = decisions.overdue(health.waiting, health.waiting_since, now, self._stuck_limit)
         if late is not None and ready < spec.server.replicas:
             set_condition(status.conditions, "ServerReady", False, *late, gen, now)
@@ -382,6 +386,9 @@ class Reconciler:
     ) -> Outcome:
         """Status from the generator Job (running, succeeded or failed) and its pods."""
         gen = ref.generation
+        if queued := kueue.generator_queued(ref.body, job):
+            kueue.mark_queued(status, queued, gen, now, condition="Generating")
+            return Outcome(status_to_wire(status))
         outcome, detail = observe.job_outcome(job)
         gen_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "generator"))
         readings.read_into(status, spec, gen_pods, self.settings.http_timeout_seconds)

@@ -42,7 +42,8 @@ def test_every_chart_variable_is_an_operator_setting(case):
 def test_default_values_reach_the_operator():
     s = _settings(render())
     values = yaml.safe_load((CHART / "values.yaml").read_text())
-    assert s.namespaces == ()
+    # Namespaced by default: the release's namespace only (cluster-wide is operator.clusterWide).
+    assert s.namespaces == ("draftgen",)
     assert s.peering_name == "dg-draftgen"
     assert s.server_image == values["serverDefaults"]["image"]
     assert s.server_tensor_parallel_size == values["serverDefaults"]["tensorParallelSize"]
@@ -57,13 +58,13 @@ def test_default_values_reach_the_operator():
     assert s.webhook is False
     assert s.handler_threads == values["operator"]["handlerThreads"] == 32
     assert s.stuck_pod_seconds == values["operator"]["stuckPodSeconds"] == 1800
-    # No policy by default (everything allowed); the operator's namespace for the NetworkPolicy.
-    assert (s.allowed_image_prefixes, s.allowed_claims, s.allowed_secrets, s.secret_label) == (
-        (),
-        (),
-        (),
-        "",
+    # Out of the box only the chart's own image and the pinned SGLang image may run; claims
+    # and Secrets are left open; the operator's namespace for the NetworkPolicy.
+    assert s.allowed_image_prefixes == (
+        "ghcr.io/draftgen/draftgen:0.1.0",
+        values["serverDefaults"]["image"],
     )
+    assert (s.allowed_claims, s.allowed_secrets, s.secret_label) == ((), (), "")
     assert (s.operator_namespace, s.monitoring_namespace) == ("draftgen", "")
 
 
@@ -135,7 +136,7 @@ def test_servers_in_the_pod_listen_where_they_are_reached():
 
 def test_peering_object_is_the_one_the_operator_joins():
     docs = render()
-    assert one(docs, "ClusterKopfPeering")["metadata"]["name"] == _settings(docs).peering_name
+    assert one(docs, "KopfPeering")["metadata"]["name"] == _settings(docs).peering_name
     docs = render(full_values())
     peerings = of_kind(docs, "KopfPeering")
     assert {p["metadata"]["namespace"] for p in peerings} == set(_settings(docs).namespaces)

@@ -170,14 +170,32 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
                 if not obj.deleted and _watched(request, resource, namespace, name)
             ]
             marker = await bus.mark()
+        # A label selector, as a real API server applies it to watches: only matching objects,
+        # and an object that stops matching arrives as DELETED (one that starts, as ADDED).
+        terms = _selector(request)
+        matching: set[str] = set()
         try:
             for raw in snapshot:
+                if not _labels_match(raw, terms):
+                    continue
+                matching.add(raw["metadata"].get("name"))
                 if since is None or (_version(raw["metadata"].get("resourceVersion")) or 0) > since:
                     yield {"type": "ADDED", "object": raw}
             async for event in bus.stream(since=marker):
-                meta = (event.get("object") or {}).get("metadata") or {}
-                if _watched(request, request.resource, meta.get("namespace"), meta.get("name")):
+                obj = event.get("object") or {}
+                meta = obj.get("metadata") or {}
+                if not _watched(request, request.resource, meta.get("namespace"), meta.get("name")):
+                    continue
+                if terms is None:
                     yield event
+                    continue
+                name, was = meta.get("name"), meta.get("name") in matching
+                if event.get("type") != "DELETED" and _labels_match(obj, terms):
+                    matching.add(name)
+                    yield {**event, "type": "MODIFIED" if was else "ADDED"}
+                elif was:
+                    matching.discard(name)
+                    yield {**event, "type": "DELETED"}
         finally:
             await bus.unmark(marker)
 
@@ -185,17 +203,9 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
         version = self._stored_up_to()
         result = await super()._serve_list(request)
         result["metadata"] = {**(result.get("metadata") or {}), "resourceVersion": str(version)}
-        selector = dict(request.params).get("labelSelector")
-        if selector:
-            terms = dict(term.split("=", 1) for term in selector.split(",") if "=" in term)
-            result["items"] = [
-                o
-                for o in result["items"]
-                if all(
-                    ((o.get("metadata") or {}).get("labels") or {}).get(k) == v
-                    for k, v in terms.items()
-                )
-            ]
+        terms = _selector(request)
+        if terms is not None:
+            result["items"] = [o for o in result["items"] if _labels_match(o, terms)]
         return result
 
 
@@ -213,6 +223,19 @@ class _InFlight(list):
 
     def finish(self, raw_request: Any) -> None:
         self[:] = [r for r in self if r._raw_request is not raw_request]
+
+
+def _selector(request: kmock.Request) -> dict[str, str] | None:
+    """A request's `labelSelector` (equality terms only), None when it has none."""
+    selector = dict(request.params).get("labelSelector")
+    if not selector:
+        return None
+    return dict(term.split("=", 1) for term in selector.split(",") if "=" in term)
+
+
+def _labels_match(obj: dict[str, Any], terms: dict[str, str] | None) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return terms is None or all(labels.get(k) == v for k, v in terms.items())
 
 
 def _version(value: Any) -> int | None:

@@ -101,8 +101,8 @@ class EmulatorThread:
 
     def requests(self) -> list[dict[str, Any]]:
         """Every Kubernetes request so far: arrival time (epoch seconds), method, action, group,
-        plural, subresource, namespace, name (or the created object's name), user agent, and
-        the body as sent (`data`)."""
+        plural, subresource, namespace, name (or the created object's name), user agent, query
+        parameters (`params`), and the body as sent (`data`)."""
 
         def collect():
             out = []
@@ -123,6 +123,7 @@ class EmulatorThread:
                         "namespace": r.namespace,
                         "name": name,
                         "agent": r.headers.get("User-Agent", ""),
+                        "params": dict(r.params),
                         "data": r.data,
                     }
                 )
