@@ -23,7 +23,8 @@
      │                             (its exit code per instance: 2 a dataset, 3 the tokenizer)
      ├── the planner (exit 2)
      │    ├── ModelConfigError     plan/modelconfig.py: the model's config.json
-     │    └── MemoryInputError     plan/kvcache.py: the GPU memory given
+     │    ├── MemoryInputError     plan/kvcache.py: the GPU memory given
+     │    └── LayoutNotPlanned     plan/layouts.py: a layout the planner cannot size
      ├── the output and its readers
      │    ├── DiskFull             output/writer.py: the output volume is full (also OSError)  5
      │    ├── ExportError          export/records.py: `draftgen export` cannot go on        2

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from draftgen.errors import DraftgenError, ExitCode
+
 from .attention_weights import AttentionWeights, attention_weights, gqa_attention_weights
 from .kvcache import GiB, MemoryProfile, max_total_num_tokens
 from .modelconfig import ModelConfig
@@ -74,8 +76,14 @@ def layouts(tp: int, mla: bool = True) -> list[Layout]:
     ]
 
 
-class LayoutNotPlanned(ValueError):
+class LayoutNotPlanned(DraftgenError, ValueError):
     """The planner cannot size this layout for this model; the message says why."""
+
+    exit_code = ExitCode.INVALID
+    fix = "give the model's full config.json, or plan plain tensor parallelism"
+
+    def report(self) -> list[str]:
+        return [f"plan: {self}"]
 
 
 def weights_of(model: ModelConfig) -> AttentionWeights:
