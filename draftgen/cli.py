@@ -57,6 +57,8 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # transformers' "PyTorch was not found" advice: draftgen only ever loads tokenizers.
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     parser, subparsers = _parser()
     chosen = next((a for a in argv if not a.startswith("-")), None)
     module = None

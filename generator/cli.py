@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -13,6 +14,9 @@ from pathlib import Path
 from draftgen.contract.generator_cli import ExitCode, add_arguments
 
 __all__ = ["add_arguments", "run"]
+
+FORCED_EXIT_HOOKS: list = []
+"""Called before a second signal ends the process at once (`--serve`: kill the server)."""
 
 
 def _setup_logging(live: bool, log_format: str = "text") -> None:
@@ -173,6 +177,11 @@ async def _main(runner, linger: float = 0.0) -> int:
         if finished.is_set():  # the job is complete: a signal only cuts the metrics linger short
             finished.clear()
             return
+        if received:  # a second signal: the user does not want to wait for the clean stop
+            print(f"received {signal.Signals(signum).name} again: exiting now", file=sys.stderr)
+            for hook in FORCED_EXIT_HOOKS:
+                hook()
+            os._exit(128 + signum)
         received.append(signum)
         logging.getLogger("draftgen.generate").warning(
             "received %s: stopping (in-flight requests are aborted, nothing partial is written)",

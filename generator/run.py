@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 import uuid
 from collections import deque
@@ -37,6 +38,31 @@ from draftgen.spec import DatasetSpec, GenerationJob
 __all__ = ["RunError", "Runner", "SampleSource", "ServersDown", "Settings"]
 
 log = logging.getLogger("draftgen.generate")
+
+
+async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` in a daemon thread. Unlike `asyncio.to_thread`, a stopped run does not wait
+    for it: `asyncio.run` joins the default executor's threads at exit, so a preflight reading
+    a large dataset would hold a Ctrl-C for as long as it reads."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+
+    def deliver(setter: Callable[[Any], None], value: Any) -> None:
+        if not future.done():
+            setter(value)
+
+    def work() -> None:
+        try:
+            outcome: tuple[Callable[[Any], None], Any] = (future.set_result, fn(*args))
+        except BaseException as err:
+            outcome = (future.set_exception, err)
+        try:
+            loop.call_soon_threadsafe(deliver, *outcome)
+        except RuntimeError:  # the run ended meanwhile: nobody waits for this any more
+            pass
+
+    threading.Thread(target=work, name="preflight", daemon=True).start()
+    return await future
 
 
 class Runner:
@@ -90,6 +116,7 @@ class Runner:
         """Per dataset: samples of others sent while its ready one waited (see `send_order`)."""
         self._fatal: BaseException | None = None
         self._stopping = False
+        self._startup: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # ---- the loop -------------------------------------------------------------------------
@@ -316,6 +343,8 @@ class Runner:
     def stop(self) -> None:
         """Stop admitting; abort what is in flight (a signal arrived)."""
         self._stopping = True
+        if self._startup is not None:
+            self._startup.cancel()
         self._wake.set()
 
     def _stop_fatal(self, err: BaseException) -> None:
@@ -355,11 +384,14 @@ class Runner:
         poller: asyncio.Task | None = None
         try:
             if not all(d.ledger.done for d in self.datasets):
-                if self.preflight is not None:
-                    todo = [d.spec for d in self.datasets if not d.ledger.done]
-                    await asyncio.to_thread(self.preflight, todo)
-                await self.fleet.check()
-                self._start_feeds()
+                # A task `stop()` can cancel: a signal ends the wait for a server at once.
+                self._startup = asyncio.create_task(self._start_up())
+                try:
+                    await self._startup
+                except asyncio.CancelledError:
+                    if not self._stopping:
+                        raise
+                    return {d.name: d.ledger for d in self.datasets}
                 poller = asyncio.create_task(self.fleet.poll_load())
             with self.progress:
                 await self._main_loop()
@@ -370,6 +402,24 @@ class Runner:
         if self._fatal is not None:
             raise self._fatal
         return {d.name: d.ledger for d in self.datasets}
+
+    async def _start_up(self) -> None:
+        """The preflight of the datasets still to do and the servers joining, side by side (the
+        wait for a server says what it awaits from the start), then the feeds."""
+        steps = [asyncio.create_task(self.fleet.check())]
+        if self.preflight is not None:
+            todo = [d.spec for d in self.datasets if not d.ledger.done]
+            steps.append(asyncio.ensure_future(in_daemon_thread(self.preflight, todo)))
+        try:
+            done, _ = await asyncio.wait(steps, return_when=asyncio.FIRST_EXCEPTION)
+            for step in done:
+                if step.exception() is not None:
+                    raise step.exception()  # type: ignore[misc]
+            await asyncio.gather(*steps)
+        finally:
+            for step in steps:
+                step.cancel()
+        self._start_feeds()
 
     async def _main_loop(self) -> None:
         last_manifest = 0.0
