@@ -18,6 +18,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("draftgen.plan.cli", "KV capacity, concurrency, host memory, headroom and ETA"),
     "preflight": ("draftgen.commands.preflight", "check a job's inputs and tokenizer, no server"),
     "download": ("draftgen.commands.download", "fetch hf:// weights into a directory, resumably"),
+    "serve": (
+        "draftgen.commands.serve",
+        "start SGLang for a job as the operator would, no cluster",
+    ),
     "generate": ("draftgen.generator.cli", "run a GenerationJob against SGLang servers"),
     "stats": ("draftgen.commands.stats", "summarise an output directory per dataset"),
     "top": ("draftgen.top.cli", "live view of a running job: cluster, metrics URL or directory"),

@@ -4,13 +4,15 @@ requests from all datasets at once until each dataset meets its budget or runs o
 One asyncio loop does all the deciding (admission, here); each request is a task that retries on
 its own (`attempts.py`) and writes its record the moment it succeeds. The servers are managed by
 `fleet.py`, each dataset's state is resumed by `datasets.py`, samples arrive through `feed.py`,
-and what lands on disk is shaped by `records.py`."""
+and what lands on disk is shaped by `records.py`.
+
+Over 400 lines on purpose: the one loop and the decisions it makes share the Runner's state;
+what needs none of it lives in scheduling/ and sglang/."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 import uuid
 from collections import deque
@@ -24,7 +26,7 @@ from draftgen.generator.scheduling.admission import progress_speed
 from draftgen.generator.scheduling.capacity import HORIZON, Ready, next_launch
 from draftgen.generator.scheduling.datasets import Dataset, Flight, cancel_flights, open_datasets
 from draftgen.generator.scheduling.demand import budget_admits_sample, server_views
-from draftgen.generator.scheduling.feed import Feed
+from draftgen.generator.scheduling.feed import Feed, in_daemon_thread, side_by_side
 from draftgen.generator.sglang.attempts import attempt
 from draftgen.generator.sglang.client import Generation, sampling_params
 from draftgen.generator.sglang.fleet import Fleet, RunError, Server, ServersDown
@@ -38,31 +40,6 @@ from draftgen.spec import DatasetSpec, GenerationJob
 __all__ = ["RunError", "Runner", "SampleSource", "ServersDown", "Settings"]
 
 log = logging.getLogger("draftgen.generate")
-
-
-async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    """`fn(*args)` in a daemon thread. Unlike `asyncio.to_thread`, a stopped run does not wait
-    for it: `asyncio.run` joins the default executor's threads at exit, so a preflight reading
-    a large dataset would hold a Ctrl-C for as long as it reads."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future = loop.create_future()
-
-    def deliver(setter: Callable[[Any], None], value: Any) -> None:
-        if not future.done():
-            setter(value)
-
-    def work() -> None:
-        try:
-            outcome: tuple[Callable[[Any], None], Any] = (future.set_result, fn(*args))
-        except BaseException as err:
-            outcome = (future.set_exception, err)
-        try:
-            loop.call_soon_threadsafe(deliver, *outcome)
-        except RuntimeError:  # the run ended meanwhile: nobody waits for this any more
-            pass
-
-    threading.Thread(target=work, name="preflight", daemon=True).start()
-    return await future
 
 
 class Runner:
@@ -384,14 +361,11 @@ class Runner:
         poller: asyncio.Task | None = None
         try:
             if not all(d.ledger.done for d in self.datasets):
-                # A task `stop()` can cancel: a signal ends the wait for a server at once.
-                self._startup = asyncio.create_task(self._start_up())
-                try:
-                    await self._startup
-                except asyncio.CancelledError:
-                    if not self._stopping:
-                        raise
+                self._startup = asyncio.create_task(self._start_up())  # stop() cancels it
+                await asyncio.wait([self._startup])
+                if self._stopping:
                     return {d.name: d.ledger for d in self.datasets}
+                self._startup.result()  # its failure, raised here
                 poller = asyncio.create_task(self.fleet.poll_load())
             with self.progress:
                 await self._main_loop()
@@ -404,21 +378,11 @@ class Runner:
         return {d.name: d.ledger for d in self.datasets}
 
     async def _start_up(self) -> None:
-        """The preflight of the datasets still to do and the servers joining, side by side (the
-        wait for a server says what it awaits from the start), then the feeds."""
-        steps = [asyncio.create_task(self.fleet.check())]
-        if self.preflight is not None:
-            todo = [d.spec for d in self.datasets if not d.ledger.done]
-            steps.append(asyncio.ensure_future(in_daemon_thread(self.preflight, todo)))
-        try:
-            done, _ = await asyncio.wait(steps, return_when=asyncio.FIRST_EXCEPTION)
-            for step in done:
-                if step.exception() is not None:
-                    raise step.exception()  # type: ignore[misc]
-            await asyncio.gather(*steps)
-        finally:
-            for step in steps:
-                step.cancel()
+        """The preflight of the datasets still to do beside the servers joining (the wait for a
+        server says what it awaits from the start), then the feeds."""
+        todo = [d.spec for d in self.datasets if not d.ledger.done]
+        pre = in_daemon_thread(self.preflight, todo) if self.preflight else asyncio.sleep(0)
+        await side_by_side(self.fleet.check(), pre)
         self._start_feeds()
 
     async def _main_loop(self) -> None:

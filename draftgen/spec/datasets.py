@@ -8,6 +8,7 @@ from pydantic import Field, StrictInt, field_validator, model_validator
 
 from .base import SpecModel
 from .planning import ExpectedLengths
+from .quantity import Quantity
 from .sampling import SamplingOverrides
 
 DatasetFormat = Literal["messages", "sharegpt", "glaive", "prompt", "pretokenized"]
@@ -20,13 +21,14 @@ class Budget(SpecModel):
     """When a dataset is done. Any combination; the first limit reached ends the dataset.
     Tokens produced by earlier runs of the same job count."""
 
-    completion_tokens: StrictInt | None = Field(default=None, ge=1)
-    """Generated tokens at most, summed over the dataset's samples."""
+    completion_tokens: Quantity | None = None
+    """Generated tokens at most, summed over the dataset's samples. A whole number or a
+    quantity: `10M`, `1.5e7`, `250k`."""
 
-    total_tokens: StrictInt | None = Field(default=None, ge=1)
+    total_tokens: Quantity | None = None
     """Prompt plus generated tokens at most, summed over the dataset's samples."""
 
-    max_samples: StrictInt | None = Field(default=None, ge=1)
+    max_samples: Quantity | None = None
     """Samples at most (a sample is one generated assistant turn)."""
 
     @property
