@@ -16,6 +16,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("draftgen.commands.explain", "print one spec field's documentation, offline"),
     "crd": ("draftgen.commands.crd", "print the GenerationJob CRD generated from the typed spec"),
     "plan": ("draftgen.plan.cli", "KV capacity, concurrency, host memory, headroom and ETA"),
+    "preview": (
+        "draftgen.commands.preview",
+        "print the first samples' prompts as they will be sent",
+    ),
     "preflight": ("draftgen.commands.preflight", "check a job's inputs and tokenizer, no server"),
     "download": ("draftgen.commands.download", "fetch hf:// weights into a directory, resumably"),
     "serve": (

@@ -79,9 +79,17 @@ def repo_root() -> Path:
 
 
 def cache_dir() -> Path:
-    """``$DRAFTGEN_CACHE`` or ``<repo>/.cache``."""
+    """``$DRAFTGEN_CACHE``; else the ``.cache`` of the checkout the command runs in (the current
+    directory or a parent with a ``pyproject.toml`` and a ``.cache``): a second clone using a
+    draftgen installed from the first finds its own; else ``<repo>/.cache`` beside this source."""
     env = os.environ.get("DRAFTGEN_CACHE")
-    return Path(env).resolve() if env else repo_root() / ".cache"
+    if env:
+        return Path(env).resolve()
+    here = Path.cwd().resolve()
+    for directory in (here, *here.parents):
+        if (directory / "pyproject.toml").is_file() and (directory / ".cache").is_dir():
+            return directory / ".cache"
+    return repo_root() / ".cache"
 
 
 def sglang_python() -> Path:

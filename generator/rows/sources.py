@@ -75,6 +75,7 @@ def list_files(path: Path) -> list[Path]:
                 f"{path}: not a JSONL (.jsonl/.json/.ndjson) or Parquet file; "
                 "convert it or point source at one"
             )
+        _refuse_json_array(path)
         return [path]
     if path.is_dir():
         files = sorted(
@@ -85,11 +86,29 @@ def list_files(path: Path) -> list[Path]:
             raise SourceError(
                 f"{path}: directory holds no .jsonl or .parquet files; check the dataset's source"
             )
+        for file in files:
+            _refuse_json_array(file)
         return files
     raise SourceError(
         f"{path}: no such file or directory; check the dataset's source (relative "
         "paths are resolved from the job file's directory, or spec.inputs in a cluster)"
     )
+
+
+def _refuse_json_array(path: Path) -> None:
+    """A `.json` file that is one JSON array (ShareGPT's usual published shape) is not JSONL:
+    its first line would be a `malformed_json` reject and every other line too. Say so at once."""
+    if _is_parquet(path):
+        return
+    with open(path, "rb") as fh:
+        head = fh.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+    if head.startswith(b"["):
+        raise SourceError(
+            f"{path}: a JSON array, not JSONL (one JSON object a line); convert it once: "
+            f"jq -c '.[]' {path.name} > {path.stem}.jsonl (or python -c \"import json,sys; "
+            '[print(json.dumps(r)) for r in json.load(open(sys.argv[1]))]" FILE > FILE.jsonl), '
+            "then point source at the .jsonl"
+        )
 
 
 def _is_parquet(path: Path) -> bool:
