@@ -3,7 +3,12 @@
 By default the cluster's rules: the operator's own `check` (draftgen.controller.validate: the
 typed spec, the claims a cluster needs, the admin's policy from `DRAFTGEN_OPERATOR_*` variables),
 so `validate` and the operator refuse the same specs. `--local` applies the rules of a local
-`draftgen generate` run instead (no claims or model volume needed).
+`draftgen generate` run instead (no claims or model volume needed), and its cheap checks
+(validate_local.py: sources there and readable, a tokenizer in the model directory); the
+server's rules (tensorParallelSize against the model's heads) only with `--serve`, where draftgen
+starts the server. `maxNewTokens` reaching the model's context is refused under both. Each
+document ends with one verdict line; a file with two GenerationJobs is refused under `--local`
+(`generate` reads one).
 
 Jobs are named as for every command (`FILE`, `-f FILE`, `-` for standard input); a file may hold
 many documents: each GenerationJob is validated, other kinds are skipped, so
@@ -181,10 +186,14 @@ def _check(doc: JobDocument, args: argparse.Namespace, rules: str, path: str) ->
     """Every check of one document, then its one verdict line."""
     job, problems = problems_of(doc, args.local, args.serve)
     if job is not None and not problems and not args.spec_only:
-        from draftgen.commands.validate_local import context_problems, local_problems
+        from draftgen.commands import validate_local as cheap
 
-        base = doc.base_dir
-        problems = local_problems(job, base) if args.local else context_problems(job, base)
+        # --inputs and --tokenizer make the deeper checks of the same things, in their words.
+        if args.local and not args.inputs:
+            problems += cheap.source_problems(job, doc.base_dir)
+        if args.local and not (args.inputs or args.tokenizer):
+            problems += cheap.tokenizer_problems(job, doc.base_dir)
+        problems += cheap.context_problems(job, doc.base_dir)
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
         hint = ""

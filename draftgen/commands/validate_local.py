@@ -94,12 +94,3 @@ def context_problems(job: GenerationJob, base_dir: Path) -> list[str]:
         for path, n in job.spec.completion_limits().items()
         if n >= limit
     ]
-
-
-def local_problems(job: GenerationJob, base_dir: Path) -> list[str]:
-    """Every cheap check of a local run."""
-    return (
-        source_problems(job, base_dir)
-        + tokenizer_problems(job, base_dir)
-        + context_problems(job, base_dir)
-    )

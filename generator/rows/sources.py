@@ -14,6 +14,7 @@ on demand.
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -49,6 +50,10 @@ class RawRow:
     error: tuple[str, str] | None = None
     """`(reason, detail)` when the row is unreadable: `invalid_utf8`, `malformed_json`, `wrong_type`,
     `unreadable_row_group` (a damaged Parquet page)."""
+
+    digest: str | None = None
+    """For an unreadable JSONL line: a hash of its bytes, so its reject stays the same one when
+    rows are inserted above it (its row number changes, its content does not)."""
 
 
 def resolve_source(source: str, base_dir: Path) -> Path:
@@ -116,7 +121,15 @@ def _is_parquet(path: Path) -> bool:
 
 
 def decode_line(index: int, line: bytes, first: bool = False) -> RawRow:
-    """One JSONL line → a row, or a row carrying the reason it is unreadable."""
+    """One JSONL line → a row, or a row carrying the reason it is unreadable (and its digest)."""
+    row = _decode_line(index, line, first)
+    if row.error is None:
+        return row
+    digest = hashlib.blake2b(line.rstrip(b"\r\n"), digest_size=8).hexdigest()
+    return RawRow(index, None, row.error, digest)
+
+
+def _decode_line(index: int, line: bytes, first: bool) -> RawRow:
     if first and line.startswith(b"\xef\xbb\xbf"):
         line = line[3:]
     try:
