@@ -41,7 +41,7 @@ def _screen(width: int = 120) -> str:
         servers = (ServerReading("replica 0 (kimi-server-0-abc12)", 0.96, 72, 79),)
         h.add(Snapshot("gj/kimi -n drafters", at=t, datasets=ds, servers=servers))
     console = Console(width=width, record=True, color_system=None)
-    console.print(render(build_view(h.items), 2.0))
+    console.print(render(build_view(h.items), 2.0, width=width))
     return console.export_text()
 
 
@@ -77,3 +77,13 @@ def test_counts_are_exact_below_a_million():
     assert count(12_345_678) == "12.35M"
     assert count(None) == "-"
     assert re.fullmatch(r"\d+\.\d\dG", count(3_210_000_000))
+
+
+def test_at_80_columns_the_table_shortens_and_keeps_eta_trunc_and_rejects():
+    screen = _screen(80)
+    header = next(line for line in screen.splitlines() if line.lstrip().startswith("dataset"))
+    for column in ("ETA", "trunc", "rejects", "completion", "samples"):
+        assert column in header, header
+    assert "…" not in header
+    assert "11,106" in screen and "5.93M/10.00M" in screen
+    assert max(len(line) for line in screen.splitlines()) <= 80
