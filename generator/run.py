@@ -26,7 +26,7 @@ from draftgen.generator.scheduling.admission import progress_speed
 from draftgen.generator.scheduling.capacity import HORIZON, Ready, next_launch
 from draftgen.generator.scheduling.datasets import Dataset, Flight, cancel_flights, open_datasets
 from draftgen.generator.scheduling.demand import budget_admits_sample, server_views
-from draftgen.generator.scheduling.feed import Feed, in_daemon_thread, side_by_side
+from draftgen.generator.scheduling.feed import Feed, in_daemon_thread
 from draftgen.generator.sglang.attempts import attempt
 from draftgen.generator.sglang.client import Generation, sampling_params
 from draftgen.generator.sglang.fleet import Fleet, RunError, Server, ServersDown
@@ -378,11 +378,12 @@ class Runner:
         return {d.name: d.ledger for d in self.datasets}
 
     async def _start_up(self) -> None:
-        """The preflight of the datasets still to do beside the servers joining (the wait for a
-        server says what it awaits from the start), then the feeds."""
-        todo = [d.spec for d in self.datasets if not d.ledger.done]
-        pre = in_daemon_thread(self.preflight, todo) if self.preflight else asyncio.sleep(0)
-        await side_by_side(self.fleet.check(), pre)
+        """The preflight of the datasets still to do (before any server is connected to: bad
+        inputs refuse without one), then the servers joining, then the feeds."""
+        if self.preflight is not None:
+            todo = [d.spec for d in self.datasets if not d.ledger.done]
+            await in_daemon_thread(self.preflight, todo)
+        await self.fleet.check()
         self._start_feeds()
 
     async def _main_loop(self) -> None:

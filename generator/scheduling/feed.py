@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from draftgen.generator.prompts.samples import Reject, Sample
@@ -98,13 +98,3 @@ async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
 
     threading.Thread(target=work, name="preflight", daemon=True).start()
     return await future
-
-
-async def side_by_side(*steps: Awaitable[Any]) -> None:
-    """Every step at once; the first failure cancels the others and is raised."""
-    tasks = [asyncio.ensure_future(step) for step in steps]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for task in tasks:
-            task.cancel()

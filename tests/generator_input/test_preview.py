@@ -21,7 +21,7 @@ def test_preview_prints_the_demos_kimi_prompts_with_markers(capsys, tiny_kimi):
     assert "tools: 1 declared in the model's own format" in out
     assert "[[<|im_system|>]]tool_declare[[<|im_middle|>]]" in out
     text_blocks = out.split("--- text (special tokens in [[...]]) ---\n")[1:]
-    assert all(b.split("\n", 1)[0].endswith("[[<think>]]") for b in text_blocks)
+    assert all(b.split("\n--- ids ---", 1)[0].endswith("[[<think>]]") for b in text_blocks)
     assert "ends with the generation prefix" in out
     ids = out.split("--- ids ---\n")[1].split("\n", 1)[0].split()
     assert ids[-1] == "163606"

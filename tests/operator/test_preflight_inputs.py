@@ -42,6 +42,7 @@ def _job(tmp_path: Path, tiny_kimi: Path, datasets: list[dict], **model) -> Path
         "pf",
         model=model,
         server={"tensorParallelSize": 1},
+        sampling={"maxNewTokens": 256},  # below tiny-kimi's 4096 context (validate checks it)
         output={"path": "out"},
         datasets=datasets,
     )
