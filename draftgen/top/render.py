@@ -115,7 +115,16 @@ def _datasets(rows: tuple[DatasetRow, ...], narrow: bool = False) -> Table:
         ]
         for row in rows
     ]
-    headers = ("%", "completion", "prompt", "samples", "tok/s", "ETA", "trunc", "rejects")
+    headers: tuple[str, ...] = (
+        "%",
+        "completion",
+        "prompt",
+        "samples",
+        "tok/s",
+        "ETA",
+        "trunc",
+        "rejects",
+    )
     if narrow:  # no prompt column; samples without their limit (the % says how far)
         headers = headers[:2] + headers[3:]
         cells = [c[:2] + [count(r.samples)] + c[4:] for c, r in zip(cells, rows)]
