@@ -198,6 +198,10 @@ def render(
         if t.fraction is not None
         else f"{finished}/{len(view.datasets)} datasets done"
     )
+    over = t.completion_budget is not None and t.completion_tokens >= t.completion_budget
+    if t.fraction is not None and t.fraction < 1 and over:
+        # 14,062/14,000 beside 99%: one dataset's overshoot fills none of another's budget
+        progress += " (each dataset's own; overshoot counts for none)"
     parts.append(
         Text.assemble(
             ("job ", "bold"),
