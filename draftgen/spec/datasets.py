@@ -11,6 +11,11 @@ from .planning import ExpectedLengths
 from .quantity import Quantity
 from .sampling import SamplingOverrides
 
+ROW_FIELDS = (
+    "id", "prompt", "system", "messages", "conversations", "tools", "chat", "input_ids",
+)  # fmt: skip
+"""The row fields the formats read (`columns` maps them to a source's own names)."""
+
 DatasetFormat = Literal["messages", "sharegpt", "glaive", "prompt", "pretokenized"]
 
 # Dataset names become directory names and metric labels: no separators, no dots at the ends.
@@ -58,12 +63,17 @@ class DatasetSpec(SpecModel):
     `-` and `_`, at most 63 characters)."""
 
     source: str = Field(min_length=1)
-    """JSONL or Parquet file (or a directory of them): a path, relative to the job file when run
+    """JSONL, Parquet or CSV/TSV file (or a directory of them): a path, relative to the job file when run
     locally and inside `spec.inputs` in a cluster, or a `file://` URI."""
 
     format: DatasetFormat
     """Row shape: `messages` (OpenAI), `sharegpt`, `glaive` (function calling v2), `prompt`, or
     `pretokenized` (rows with `input_ids`, sent exactly as they are)."""
+
+    columns: dict[str, str] = Field(default_factory=dict)
+    """The source's own name for each field the format reads, where they differ: `{prompt:
+    question, system: instruction}` reads a CSV/TSV (or JSONL, Parquet) whose columns are
+    `question` and `instruction` as a `prompt` dataset."""
 
     budget: Budget = Field(default_factory=Budget)
     """When the dataset is done; no limits means every row."""
@@ -106,6 +116,17 @@ class DatasetSpec(SpecModel):
         if ".." in path.replace("\\", "/").split("/"):
             raise ValueError(
                 f"{value!r}: `..` may not appear in a source path; name the file directly"
+            )
+        return value
+
+    @field_validator("columns")
+    @classmethod
+    def _columns(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - set(ROW_FIELDS))
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown)}: not a field any format reads; map one of "
+                f"{', '.join(ROW_FIELDS)} to the source's column"
             )
         return value
 

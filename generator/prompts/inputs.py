@@ -105,6 +105,10 @@ def _plan(
             continue
         data = row.data
         assert data is not None
+        if dataset.columns:  # the source's own column names → the fields the format reads
+            data = {k: v for k, v in data.items() if k not in dataset.columns.values()} | {
+                field: data[col] for field, col in dataset.columns.items() if col in data
+            }
         key = row_key(data)
         h = _key_hash(key)
         if h in seen:
