@@ -57,7 +57,9 @@ def parse_quantity(value: Any) -> Any:
 
 def at_least_one(value: int) -> int:
     if value < 1:
-        raise ValueError(f"{value} is below 1: a limit of none is written by leaving it out")
+        raise ValueError(
+            f"{value}: must be greater than or equal to 1 (for no limit, leave the field out)"
+        )
     return value
 
 
