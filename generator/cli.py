@@ -130,13 +130,23 @@ def run(args: argparse.Namespace) -> int:
         log.error("%s", err)
         return ExitCode.INVALID
     if args.serve:
-        server = _start_server(job, command, output, args.cpu)
+        from draftgen.serving import ServeError
+
+        try:
+            server = _start_server(job, command, output, args.cpu)
+        except ServeError as err:
+            log.error("%s", err)
+            return err.exit_code
     try:
         return _generate(args, job, base_dir, output, live, server)
     finally:
         if server is not None:
             log.info("stopping the SGLang server this run started")
-            server.stop()
+            try:
+                server.stop()
+            except KeyboardInterrupt:  # a second Ctrl-C: no more grace
+                server.kill()
+                raise
 
 
 def _start_server(job, command: list[str], output: Path, cpu: bool):
