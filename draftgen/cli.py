@@ -18,8 +18,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("draftgen.commands.explain", "print one spec field's documentation, offline"),
     "crd": ("draftgen.commands.crd", "print the GenerationJob CRD generated from the typed spec"),
     "plan": ("draftgen.plan.cli", "KV capacity, concurrency, host memory, headroom and ETA"),
+    "preview": (
+        "draftgen.commands.preview",
+        "print the first samples' prompts as they will be sent",
+    ),
     "preflight": ("draftgen.commands.preflight", "check a job's inputs and tokenizer, no server"),
     "download": ("draftgen.commands.download", "fetch hf:// weights into a directory, resumably"),
+    "serve": (
+        "draftgen.commands.serve",
+        "start SGLang for a job as the operator would, no cluster",
+    ),
     "generate": ("draftgen.generator.cli", "run a GenerationJob against SGLang servers"),
     "stats": ("draftgen.commands.stats", "summarise an output directory per dataset"),
     "top": ("draftgen.top.cli", "live view of a running job: cluster, metrics URL or directory"),
@@ -59,6 +67,8 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # transformers' "PyTorch was not found" advice: draftgen only ever loads tokenizers.
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     parser, subparsers = _parser()
     chosen = next((a for a in argv if not a.startswith("-")), None)
     module = None

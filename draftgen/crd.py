@@ -78,7 +78,7 @@ def _structural(node: dict[str, Any]) -> dict[str, Any]:
             out["additionalProperties"] = _structural(extra)
         else:
             out["x-kubernetes-preserve-unknown-fields"] = True
-    if kind is None and "x-kubernetes-preserve-unknown-fields" not in out:
+    if kind is None and "x-kubernetes-preserve-unknown-fields" not in out and "anyOf" not in out:
         out["x-kubernetes-preserve-unknown-fields"] = True
         out["type"] = "object"
     if description is not None:

@@ -7,7 +7,9 @@
      ├── RunError                  a `draftgen generate` run cannot go on
      │    ├── OutputLocked         output/lock.py: another run writes to the output      6
      │    ├── SpecChanged          output/fingerprint.py: the job changed under a resume  3
-     │    └── ServersDown          generator/sglang/fleet.py: no server became healthy    4
+     │    ├── ServersDown          generator/sglang/fleet.py: no server became healthy    4
+     │    ├── NotSGLang            generator/sglang/health.py: --server is not SGLang         2
+     │    └── ServeError           serving.py: the server --serve started failed          4
      ├── the job and its inputs (exit 2 unless marked)
      │    ├── SpecError            spec/load.py: the job file's fields
      │    ├── StrictYAMLError      spec/yaml_strict.py: duplicate keys, anchors, tags
@@ -45,6 +47,7 @@
      │    ├── KubeError            controller/kube.py: the API server refused a call        1
      │    ├── NotOwned             controller/ownership.py: a foreign object holds a name   2
      │    └── UndeclaredTransition controller/phases.py: a phase change the table lacks     1
+     ├── _Stop                     commands/serve.py: a signal stops `draftgen serve`     143
      └── the project's own tools
           ├── StaleDoc             contract/metrics_doc.py: docs/metrics.md is stale        2
           └── SGLangServerError    testing/sglang.py: the test server did not start         1

@@ -5,14 +5,38 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
 
 # The parser is defined next to the argv the operator renders, so the two cannot disagree.
-from draftgen.contract.generator_cli import ExitCode, add_arguments
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.contract.generator_cli import add_arguments as add_contract_arguments
 
 __all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The operator's flags (draftgen/contract/generator_cli.py), and `--serve` for a machine
+    without Kubernetes (draftgen/serving.py)."""
+    from draftgen.serving import add_server_options
+
+    add_contract_arguments(parser)
+    group = parser.add_argument_group(
+        "--serve", "start SGLang as the operator would (draftgen serve), generate, stop it"
+    )
+    group.add_argument(
+        "--serve",
+        action="store_true",
+        help="start the job's SGLang server here, wait for it, generate, then stop it "
+        "(its log: OUTPUT.sglang.log)",
+    )
+    add_server_options(group)  # type: ignore[arg-type]
+
+
+FORCED_EXIT_HOOKS: list = []
+"""Called before a second signal ends the process at once (`--serve`: kill the server)."""
 
 
 def _setup_logging(live: bool, log_format: str = "text") -> None:
@@ -44,8 +68,6 @@ def run(args: argparse.Namespace) -> int:
     """The run; a `DraftgenError` it raises is reported and mapped to its exit code by
     `draftgen.cli.main` (into this command's log once the log is set up)."""
     from draftgen.contract.job_argument import job_files
-    from draftgen.errors import DraftgenError
-    from draftgen.generator.run import Runner, Settings
     from draftgen.spec import load_job_document
 
     # Before the log is set up: a SpecError prints as it is, without a log prefix.
@@ -80,9 +102,67 @@ def run(args: argparse.Namespace) -> int:
     # Like every other relative path of the job, spec.output.path resolves from the job file's
     # directory (the operator always passes --output: mountPath/path).
     output = args.output if args.output is not None else document.base_dir / job.spec.output.path
-    from draftgen.generator.arguments import ArgumentProblem, check_arguments, write_problem
+    from draftgen.generator.arguments import check_arguments
 
+    if args.serve == bool(args.servers):
+        log.error(
+            "give the server: --server URL (one already running) or --serve (start it here)"
+            if not args.serve
+            else "--serve starts the job's server: leave out --server"
+        )
+        return ExitCode.INVALID
+    server = None
+    if args.serve:
+        from draftgen.serving import server_command, server_url
+
+        command = server_command(
+            job,
+            document.base_dir,
+            port=args.port,
+            extra=args.server_args,
+            cpu=args.cpu,
+            python=args.python,
+        )
+        args.servers = [server_url(command)]
     check_arguments(args.servers, output, args.metrics_port)
+    if args.serve:
+        server = _start_server(job, command, output, args.cpu)  # ServeError: draftgen.cli
+    try:
+        return _generate(args, job, base_dir, output, live, server)
+    finally:
+        if server is not None:
+            log.info("stopping the SGLang server this run started")
+            try:
+                server.stop()
+            except KeyboardInterrupt:  # a second Ctrl-C: no more grace
+                server.kill()
+                raise
+
+
+def _start_server(job, command: list[str], output: Path, cpu: bool):
+    from draftgen.serving import ServerProcess, server_environment, shown
+
+    log_path = output.parent / f"{output.name}.sglang.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    logging.getLogger("draftgen.generate").info(
+        "starting SGLang (log %s): %s", log_path, shown(command)
+    )
+    server = ServerProcess(command, server_environment(job, cpu), log=log_path)
+    FORCED_EXIT_HOOKS.append(server.kill)
+
+    def term(signum: int, frame: object) -> None:  # until the run's own handlers take over
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, term)  # the default would leave the server running
+    return server
+
+
+def _generate(args, job, base_dir: Path, output: Path, live: bool, server) -> int:
+    from draftgen.errors import DraftgenError
+    from draftgen.generator.arguments import ArgumentProblem, write_problem
+    from draftgen.generator.run import Runner, Settings
+
+    log = logging.getLogger("draftgen.generate")
     settings = Settings(
         servers=args.servers,
         output=output,
@@ -115,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
 
             source = sample_source(job, base_dir, ctx)
             runner = Runner(job, settings, source, getattr(ctx, "tokenizer", None), check)
-            code = asyncio.run(_main(runner, args.metrics_linger if args.metrics_port else 0.0))
+            linger = args.metrics_linger if args.metrics_port else 0.0
+            code = asyncio.run(_main(runner, linger, server))
         if code == ExitCode.OK:
             code = _exports(job, output, args)
         return code
@@ -137,7 +218,21 @@ def _exports(job, output: Path, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-async def _main(runner, linger: float = 0.0) -> int:
+async def _watch(server, runner) -> None:
+    """`--serve`: a server that exits ends the run (no 30-minute wait for its health)."""
+    from draftgen.serving import ServeError
+
+    while (code := server.exited()) is None:
+        await asyncio.sleep(0.5)
+    runner._stop_fatal(
+        ServeError(
+            f"the SGLang server this run started exited with code {code}; its log is "
+            f"{server.log} (the last lines usually say why: out of memory, a wrong flag)"
+        )
+    )
+
+
+async def _main(runner, linger: float = 0.0, server=None) -> int:
     loop = asyncio.get_running_loop()
     received: list[int] = []
     finished = asyncio.Event()
@@ -146,6 +241,11 @@ async def _main(runner, linger: float = 0.0) -> int:
         if finished.is_set():  # the job is complete: a signal only cuts the metrics linger short
             finished.clear()
             return
+        if received:  # a second signal: the user does not want to wait for the clean stop
+            print(f"received {signal.Signals(signum).name} again: exiting now", file=sys.stderr)
+            for hook in FORCED_EXIT_HOOKS:
+                hook()
+            os._exit(128 + signum)
         received.append(signum)
         logging.getLogger("draftgen.generate").warning(
             "received %s: stopping (in-flight requests are aborted, nothing partial is written)",
@@ -155,7 +255,12 @@ async def _main(runner, linger: float = 0.0) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal, signum)
-    ledgers = await runner.run()
+    watch = asyncio.create_task(_watch(server, runner)) if server is not None else None
+    try:
+        ledgers = await runner.run()
+    finally:
+        if watch is not None:
+            watch.cancel()
     if received:
         return 128 + received[0]
     for ledger in ledgers.values():

@@ -4,7 +4,10 @@ requests from all datasets at once until each dataset meets its budget or runs o
 One asyncio loop does all the deciding (admission, here); each request is a task that retries on
 its own (`attempts.py`) and writes its record the moment it succeeds. The servers are managed by
 `fleet.py`, each dataset's state is resumed by `datasets.py`, samples arrive through `feed.py`,
-and what lands on disk is shaped by `records.py`."""
+and what lands on disk is shaped by `records.py`.
+
+Over 400 lines on purpose: the one loop and the decisions it makes share the Runner's state;
+what needs none of it lives in scheduling/ and sglang/."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from draftgen.generator.run_settings import SampleSource, Settings
 from draftgen.generator.scheduling.admission import progress_speed
 from draftgen.generator.scheduling.datasets import Dataset, Flight, cancel_flights, open_datasets
 from draftgen.generator.scheduling.demand import budget_admits_sample, server_view, server_views
-from draftgen.generator.scheduling.feed import Feed
+from draftgen.generator.scheduling.feed import Feed, in_daemon_thread
 from draftgen.generator.scheduling.room import HORIZON, Ready, next_launch
 from draftgen.generator.sglang.attempts import attempt
 from draftgen.generator.sglang.client import Generation, sampling_params
@@ -90,6 +93,7 @@ class Runner:
         """Per dataset: samples of others sent while its ready one waited (see `send_order`)."""
         self._fatal: BaseException | None = None
         self._stopping = False
+        self._startup: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # ---- the loop -------------------------------------------------------------------------
@@ -316,6 +320,8 @@ class Runner:
     def stop(self) -> None:
         """Stop admitting; abort what is in flight (a signal arrived)."""
         self._stopping = True
+        if self._startup is not None:
+            self._startup.cancel()
         self._wake.set()
 
     def _stop_fatal(self, err: BaseException) -> None:
@@ -355,11 +361,11 @@ class Runner:
         poller: asyncio.Task | None = None
         try:
             if not all(d.ledger.done for d in self.datasets):
-                if self.preflight is not None:
-                    todo = [d.spec for d in self.datasets if not d.ledger.done]
-                    await asyncio.to_thread(self.preflight, todo)
-                await self.fleet.check()
-                self._start_feeds()
+                self._startup = asyncio.create_task(self._start_up())  # stop() cancels it
+                await asyncio.wait([self._startup])
+                if self._stopping:
+                    return {d.name: d.ledger for d in self.datasets}
+                self._startup.result()  # its failure, raised here
                 poller = asyncio.create_task(self.fleet.poll_load())
             with self.progress:
                 await self._main_loop()
@@ -370,6 +376,15 @@ class Runner:
         if self._fatal is not None:
             raise self._fatal
         return {d.name: d.ledger for d in self.datasets}
+
+    async def _start_up(self) -> None:
+        """The preflight of the datasets still to do (before any server is connected to: bad
+        inputs refuse without one), then the servers joining, then the feeds."""
+        if self.preflight is not None:
+            todo = [d.spec for d in self.datasets if not d.ledger.done]
+            await in_daemon_thread(self.preflight, todo)
+        await self.fleet.check()
+        self._start_feeds()
 
     async def _main_loop(self) -> None:
         last_manifest = 0.0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from draftgen.testing.sglang import SGLangServer
+from draftgen.testing.sglang import SGLangServer, cache_dir
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,10 +43,11 @@ def examples(repo: Path) -> Path:
 
 # ---- a real SGLang server on the CPU, shared by every test of the session -----------------------
 
-SGLANG_VENV = REPO / ".cache" / "venv-sglang"
-TINY_KIMI = REPO / ".cache" / "models" / "tiny-kimi"
+CACHE = cache_dir()  # $DRAFTGEN_CACHE honoured: a second clone may share the first's set-up
+SGLANG_VENV = CACHE / "venv-sglang"
+TINY_KIMI = CACHE / "models" / "tiny-kimi"
 # tiny-kimi's weights with a tiktoken tokenizer that loads only as remote code (trust_remote_code).
-TINY_KIMI_TIKTOKEN = REPO / ".cache" / "models" / "tiny-kimi-tiktoken"
+TINY_KIMI_TIKTOKEN = CACHE / "models" / "tiny-kimi-tiktoken"
 # Small enough that admission is genuinely KV-bound: requests queue exactly as on a GPU.
 SGLANG_TEST_MAX_TOTAL_TOKENS = 4096
 

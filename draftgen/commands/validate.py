@@ -3,7 +3,12 @@
 By default the cluster's rules: the operator's own `check` (draftgen.controller.validate: the
 typed spec, the claims a cluster needs, the admin's policy from `DRAFTGEN_OPERATOR_*` variables),
 so `validate` and the operator refuse the same specs. `--local` applies the rules of a local
-`draftgen generate` run instead (no claims or model volume needed).
+`draftgen generate` run instead (no claims or model volume needed), and its cheap checks
+(validate_local.py: sources there and readable, a tokenizer in the model directory); the
+server's rules (tensorParallelSize against the model's heads) only with `--serve`, where draftgen
+starts the server. `maxNewTokens` reaching the model's context is refused under both. Each
+document ends with one verdict line; a file with two GenerationJobs is refused under `--local`
+(`generate` reads one).
 
 Jobs are named as for every command (`FILE`, `-f FILE`, `-` for standard input); a file may hold
 many documents: each GenerationJob is validated, other kinds are skipped, so
@@ -32,6 +37,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the rules of a local `draftgen generate` run (no claims or model volume needed) "
         "instead of the cluster's",
+    )
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="with --local: draftgen starts the server (`draftgen serve`, `generate --serve`), "
+        "so the server's rules apply too (tensorParallelSize against the model's heads)",
+    )
+    parser.add_argument(
+        "--spec-only",
+        action="store_true",
+        help="only the spec's rules: not the cheap checks of --local (sources exist and are "
+        "readable, the model directory holds a tokenizer, maxNewTokens below the context)",
     )
     parser.add_argument(
         "--tokenizer",
@@ -109,8 +126,11 @@ def cluster_problems(doc: JobDocument) -> list[str]:
     return admission_problems(doc.data, OperatorSettings.from_env())
 
 
-def problems_of(doc: JobDocument, local: bool) -> tuple[GenerationJob | None, list[str]]:
-    """(the job, every problem) under the local or the cluster rules."""
+def problems_of(
+    doc: JobDocument, local: bool, serve: bool = False
+) -> tuple[GenerationJob | None, list[str]]:
+    """(the job, every problem of its spec) under the local or the cluster rules; the server's
+    rules only where draftgen starts the server (a cluster, or a local run with `serve`)."""
     try:
         job: GenerationJob | None = parse_job(doc.data, doc.source)
         problems: list[str] = []
@@ -119,8 +139,8 @@ def problems_of(doc: JobDocument, local: bool) -> tuple[GenerationJob | None, li
     if not local:  # the operator's own words for the spec; the document's other parts stay
         problems = [p for p in problems if not p.startswith("spec")]
         problems += [p for p in cluster_problems(doc) if p not in problems]
-    if job is None:
-        return None, problems
+    if job is None or (local and not serve):
+        return job, problems
     for problem in (check_sharding(job, doc.base_dir), check_layout(job, doc.base_dir)):
         if problem is not None:
             problems.append(problem)
@@ -151,9 +171,83 @@ def _inputs_status(doc: JobDocument, job: GenerationJob) -> ExitCode:
     return ExitCode.OK if report.passed else code
 
 
+def _budgets(job: GenerationJob) -> str:
+    """Each dataset's limits as numbers (`10M` → `10,000,000`)."""
+    from draftgen.spec.quantity import normalized
+
+    parts = []
+    for ds in job.spec.datasets:
+        b = ds.budget
+        limits = [
+            f"{name} {normalized(value)}"
+            for name, value in (
+                ("completionTokens", b.completion_tokens),
+                ("totalTokens", b.total_tokens),
+                ("maxSamples", b.max_samples),
+            )
+            if value is not None
+        ]
+        parts.append(f"{ds.name} " + (", ".join(limits) if limits else "every row"))
+    return "; ".join(parts)
+
+
+def _one_job_per_file(path: str, docs: list[JobDocument]) -> str | None:
+    """A local run reads one GenerationJob from its file: a second one would be ignored."""
+    if len(docs) < 2:
+        return None
+    names = ", ".join(str(d.data.get("metadata", {}).get("name", "?")) for d in docs)
+    return (
+        f"{path}: {len(docs)} GenerationJobs ({names}); `draftgen generate` runs the first "
+        "only: put each job in its own file"
+    )
+
+
+def _check(doc: JobDocument, args: argparse.Namespace, rules: str, path: str) -> ExitCode:
+    """Every check of one document, then its one verdict line."""
+    job, problems = problems_of(doc, args.local, args.serve)
+    if job is not None and not problems and not args.spec_only:
+        from draftgen.commands import validate_local as cheap
+
+        # --inputs and --tokenizer make the deeper checks of the same things, in their words.
+        if args.local and not args.inputs:
+            problems += cheap.source_problems(job, doc.base_dir)
+        if args.local and not (args.inputs or args.tokenizer):
+            problems += cheap.tokenizer_problems(job, doc.base_dir)
+        problems += cheap.context_problems(job, doc.base_dir)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        hint = ""
+        if job is not None and not args.local and not problems_of(doc, True)[1]:
+            hint = f"\n  (valid for a local run: draftgen validate --local {path})"
+        print(f"{doc.source}: GenerationJob is invalid ({rules}):\n{lines}{hint}", file=sys.stderr)
+        return ExitCode.INVALID
+    assert job is not None
+    for warning in job.spec.warnings():
+        print(f"  warning: spec.{warning}")
+    status = ExitCode.OK
+    if args.tokenizer:
+        status = max(status, _tokenizer_status(doc, job))
+    if args.inputs:
+        status = max(status, _inputs_status(doc, job))
+    if status != ExitCode.OK:
+        print(
+            f"{doc.source}: GenerationJob {job.metadata.name} is invalid ({rules}): "
+            "the check above failed",
+            file=sys.stderr,
+        )
+        return status
+    print(
+        f"{doc.source}: GenerationJob {job.metadata.name} is valid under the {rules} "
+        f"({len(job.spec.datasets)} datasets; budgets: {_budgets(job)})"
+    )
+    return status
+
+
 def run(args: argparse.Namespace) -> int:
     status = ExitCode.OK
     rules = "local rules" if args.local else "cluster rules"
+    if args.serve:
+        rules = "local rules, server started by draftgen"
     for path in job_files(args):
         try:
             docs = job_documents(path)
@@ -164,28 +258,11 @@ def run(args: argparse.Namespace) -> int:
         if not docs:
             print(f"{path}: no document of kind GenerationJob", file=sys.stderr)
             status = ExitCode.INVALID
+        several = _one_job_per_file(path, docs) if args.local else None
+        if several is not None:
+            print(several, file=sys.stderr)
+            status = ExitCode.INVALID
+            continue
         for doc in docs:
-            job, problems = problems_of(doc, args.local)
-            if problems:
-                lines = "\n".join(f"  - {p}" for p in problems)
-                hint = ""
-                if job is not None and not args.local and not problems_of(doc, True)[1]:
-                    hint = f"\n  (valid for a local run: draftgen validate --local {path})"
-                print(
-                    f"{doc.source}: GenerationJob is invalid ({rules}):\n{lines}{hint}",
-                    file=sys.stderr,
-                )
-                status = ExitCode.INVALID
-                continue
-            assert job is not None
-            print(
-                f"{doc.source}: GenerationJob {job.metadata.name} is valid under the {rules} "
-                f"({len(job.spec.datasets)} datasets)"
-            )
-            for warning in job.spec.warnings():
-                print(f"  warning: spec.{warning}")
-            if args.tokenizer:
-                status = max(status, _tokenizer_status(doc, job))
-            if args.inputs:
-                status = max(status, _inputs_status(doc, job))
+            status = max(status, _check(doc, args, rules, path))
     return status

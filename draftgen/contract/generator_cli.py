@@ -101,10 +101,10 @@ class GeneratorArgs:
 _PARSED: dict[Flag, dict[str, Any]] = {
     Flag.SERVER: {
         "action": "append",
-        "required": True,
+        "default": [],
         "dest": "servers",
         "metavar": "URL",
-        "help": "SGLang server base URL; repeat for replicas",
+        "help": "SGLang server base URL; repeat for replicas (or --serve)",
     },
     Flag.OUTPUT: {"type": Path, "help": "output directory (default: spec.output.path)"},
     Flag.INPUTS: {},

@@ -130,6 +130,14 @@ def export(
         )
     if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
         raise ExportError(f"--out {out} is inside the records directory {src}; write it elsewhere")
+    from draftgen.output.lock import current_writer
+
+    if (writer := current_writer(src)) is not None:
+        print(
+            f"draftgen export: warning: {src} is still being written ({writer}): this export "
+            "holds the records written so far; export again when the run has ended",
+            file=sys.stderr,
+        )
     manifests = read_manifests(src)
     for gone in left_out_dirs(src):
         print(

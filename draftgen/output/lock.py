@@ -33,7 +33,7 @@ from typing import Any
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.errors import RunError
 
-__all__ = ["LEASE_FILE", "LOCK_FILE", "OutputLock", "OutputLocked"]
+__all__ = ["LEASE_FILE", "LOCK_FILE", "OutputLock", "OutputLocked", "current_writer"]
 
 log = logging.getLogger("draftgen.generate")
 
@@ -71,6 +71,29 @@ class Lease:
 
     def owner(self) -> str:
         return f"pid {self.pid} on host {self.host}"
+
+
+def current_writer(directory: Path, stale_seconds: float = 60.0) -> str | None:
+    """Who writes to `directory` now (`pid N on host H`), or None: its lock is held here, or
+    its lease's heartbeat is fresh (another host). For readers: `export` of a running job."""
+    lease = Lease.read(Path(directory) / LEASE_FILE)
+    try:
+        fd = os.open(Path(directory) / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        fd = -1
+    if fd >= 0:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return lease.owner() if lease else "another process"
+        except OSError:
+            pass  # no flock here: the lease alone says
+        finally:
+            os.close(fd)
+    fresh = lease is not None and time.time() - lease.heartbeat_at < stale_seconds
+    if lease and fresh and (lease.host != socket.gethostname() or _pid_alive(lease.pid)):
+        return lease.owner()
+    return None
 
 
 def _pid_alive(pid: int) -> bool:

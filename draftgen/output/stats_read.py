@@ -193,7 +193,7 @@ def _created_at(rec: dict[str, Any]) -> float | None:
 
 
 def _read_file(st: DatasetStats, path: Path, done_ids: set[str], warnings: list[str]) -> None:
-    records = tokens = unknown = 0
+    records = tokens = unknown = repeated = 0
     lines, torn = _lines(path)
     if torn:
         st.torn_shards.append(path.name)
@@ -213,6 +213,9 @@ def _read_file(st: DatasetStats, path: Path, done_ids: set[str], warnings: list[
             continue
         shape, prompt, completion, truncated = got
         if isinstance(rec.get("id"), str):
+            if rec["id"] in done_ids:  # a copied line: one sample, counted once
+                repeated += 1
+                continue
             done_ids.add(rec["id"])
         st.shapes.add(shape)
         st.samples += 1
@@ -224,6 +227,8 @@ def _read_file(st: DatasetStats, path: Path, done_ids: set[str], warnings: list[
         if at is not None:
             st.first_at = at if st.first_at is None else min(st.first_at, at)
             st.last_at = at if st.last_at is None else max(st.last_at, at)
+    if repeated:
+        warnings.append(f"{path}: {repeated} records repeat an earlier one's id: counted once")
     if records and tokens == 0:
         warnings.append(
             f"{path}: {records} records but 0 completion tokens"

@@ -8,7 +8,13 @@ from pydantic import Field, StrictInt, field_validator, model_validator
 
 from .base import SpecModel
 from .planning import ExpectedLengths
+from .quantity import Quantity
 from .sampling import SamplingOverrides
+
+ROW_FIELDS = (
+    "id", "prompt", "system", "messages", "conversations", "tools", "chat", "input_ids",
+)  # fmt: skip
+"""The row fields the formats read (`columns` maps them to a source's own names)."""
 
 DatasetFormat = Literal["messages", "sharegpt", "glaive", "prompt", "pretokenized"]
 
@@ -20,13 +26,14 @@ class Budget(SpecModel):
     """When a dataset is done. Any combination; the first limit reached ends the dataset.
     Tokens produced by earlier runs of the same job count."""
 
-    completion_tokens: StrictInt | None = Field(default=None, ge=1)
-    """Generated tokens at most, summed over the dataset's samples."""
+    completion_tokens: Quantity | None = None
+    """Generated tokens at most, summed over the dataset's samples. A whole number or a
+    quantity: `10M`, `1.5e7`, `250k`."""
 
-    total_tokens: StrictInt | None = Field(default=None, ge=1)
+    total_tokens: Quantity | None = None
     """Prompt plus generated tokens at most, summed over the dataset's samples."""
 
-    max_samples: StrictInt | None = Field(default=None, ge=1)
+    max_samples: Quantity | None = None
     """Samples at most (a sample is one generated assistant turn)."""
 
     @property
@@ -56,12 +63,17 @@ class DatasetSpec(SpecModel):
     `-` and `_`, at most 63 characters)."""
 
     source: str = Field(min_length=1)
-    """JSONL or Parquet file (or a directory of them): a path, relative to the job file when run
+    """JSONL, Parquet or CSV/TSV file (or a directory of them): a path, relative to the job file when run
     locally and inside `spec.inputs` in a cluster, or a `file://` URI."""
 
     format: DatasetFormat
     """Row shape: `messages` (OpenAI), `sharegpt`, `glaive` (function calling v2), `prompt`, or
     `pretokenized` (rows with `input_ids`, sent exactly as they are)."""
+
+    columns: dict[str, str] = Field(default_factory=dict)
+    """The source's own name for each field the format reads, where they differ: `{prompt:
+    question, system: instruction}` reads a CSV/TSV (or JSONL, Parquet) whose columns are
+    `question` and `instruction` as a `prompt` dataset."""
 
     budget: Budget = Field(default_factory=Budget)
     """When the dataset is done; no limits means every row."""
@@ -104,6 +116,17 @@ class DatasetSpec(SpecModel):
         if ".." in path.replace("\\", "/").split("/"):
             raise ValueError(
                 f"{value!r}: `..` may not appear in a source path; name the file directly"
+            )
+        return value
+
+    @field_validator("columns")
+    @classmethod
+    def _columns(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - set(ROW_FIELDS))
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown)}: not a field any format reads; map one of "
+                f"{', '.join(ROW_FIELDS)} to the source's column"
             )
         return value
 

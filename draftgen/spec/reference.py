@@ -55,6 +55,8 @@ def _type(node: dict[str, Any]) -> str:
         return "one of " + ", ".join(f"`{v}`" for v in node["enum"])
     if "const" in node:
         return f"`{node['const']}`"
+    if node.get("x-kubernetes-int-or-string"):
+        return "integer or quantity (`10M`, `1.5e7`, `250k`)"
     kind = node.get("type", "object")
     if kind == "array":
         return f"list of {_type(_options(node.get('items', {}))[0])}"
@@ -79,7 +81,12 @@ _RULES = (
 
 def _rules(node: dict[str, Any], nullable: bool, required: bool) -> str:
     out = ["required"] if required else []
-    out += [text.format(node[key]) for key, text in _RULES if key in node]
+    out += [
+        text.format(node[key])
+        for key, text in _RULES
+        # a quantity's pattern is its type's spelling, said by the type column
+        if key in node and not (key == "pattern" and node.get("x-kubernetes-int-or-string"))
+    ]
     if nullable and not required:
         out.append("may be null (unset)")
     return "; ".join(out)

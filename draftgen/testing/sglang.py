@@ -46,6 +46,7 @@ __all__ = [
     "SGLangServer",
     "SGLangServerError",
     "cache_dir",
+    "cpu_environment",
     "free_port",
     "repo_root",
     "sglang_python",
@@ -83,9 +84,17 @@ def repo_root() -> Path:
 
 
 def cache_dir() -> Path:
-    """``$DRAFTGEN_CACHE`` or ``<repo>/.cache``."""
+    """``$DRAFTGEN_CACHE``; else the ``.cache`` of the checkout the command runs in (the current
+    directory or a parent with a ``pyproject.toml`` and a ``.cache``): a second clone using a
+    draftgen installed from the first finds its own; else ``<repo>/.cache`` beside this source."""
     env = os.environ.get("DRAFTGEN_CACHE")
-    return Path(env).resolve() if env else repo_root() / ".cache"
+    if env:
+        return Path(env).resolve()
+    here = Path.cwd().resolve()
+    for directory in (here, *here.parents):
+        if (directory / "pyproject.toml").is_file() and (directory / ".cache").is_dir():
+            return directory / ".cache"
+    return repo_root() / ".cache"
 
 
 def sglang_python() -> Path:
@@ -98,6 +107,34 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def cpu_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """`base` with what SGLang needs to run on the CPU here (shared/notes/sglang.md)."""
+    cache = cache_dir()
+    env = dict(base)
+    env.update(
+        {
+            "SGLANG_USE_CPU_ENGINE": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_HOME": str(cache / "hf"),
+            "XDG_CACHE_HOME": str(cache / "xdg"),
+            "TRITON_CACHE_DIR": str(cache / "triton"),
+            "TORCHINDUCTOR_CACHE_DIR": str(cache / "torchinductor"),
+            "OUTLINES_CACHE_DIR": str(cache / "outlines"),
+            # the repo root has packages named like stdlib modules (operator/)
+            "PYTHONSAFEPATH": "1",
+            "PYTHONUNBUFFERED": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+    )
+    for var in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
+        env.pop(var, None)
+    # One intra-op thread unless the caller says otherwise: on a busy 2-core machine (tests,
+    # the client and the server side by side) two OpenMP threads made decoding 2-3x slower.
+    env.setdefault("OMP_NUM_THREADS", os.environ.get("DRAFTGEN_SGLANG_THREADS", "1"))
+    return env
 
 
 def _tail(path: Path | None, lines: int = 40) -> str:
@@ -177,29 +214,7 @@ class SGLangServer:
         return cmd + list(self.extra_args)
 
     def environment(self) -> dict[str, str]:
-        cache = cache_dir()
-        env = dict(os.environ)
-        env.update(
-            {
-                "SGLANG_USE_CPU_ENGINE": "1",
-                "HF_HUB_OFFLINE": "1",
-                "TRANSFORMERS_OFFLINE": "1",
-                "HF_HOME": str(cache / "hf"),
-                "XDG_CACHE_HOME": str(cache / "xdg"),
-                "TRITON_CACHE_DIR": str(cache / "triton"),
-                "TORCHINDUCTOR_CACHE_DIR": str(cache / "torchinductor"),
-                "OUTLINES_CACHE_DIR": str(cache / "outlines"),
-                # the repo root has packages named like stdlib modules (operator/)
-                "PYTHONSAFEPATH": "1",
-                "PYTHONUNBUFFERED": "1",
-                "TOKENIZERS_PARALLELISM": "false",
-            }
-        )
-        for var in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
-            env.pop(var, None)
-        # One intra-op thread unless the caller says otherwise: on a busy 2-core machine (tests,
-        # the client and the server side by side) two OpenMP threads made decoding 2-3x slower.
-        env.setdefault("OMP_NUM_THREADS", os.environ.get("DRAFTGEN_SGLANG_THREADS", "1"))
+        env = cpu_environment(dict(os.environ))
         env.update(self.env)
         return env
 

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             history.add(source.read())
             time.sleep(args.interval)
             history.add(source.read())
-            console.print(render(build_view(history.items), live=False))
+            console.print(render(build_view(history.items), live=False, width=console.width))
             return 0
         return _live(source, history, console, args.interval)
     finally:
@@ -102,7 +102,7 @@ def _live(source: Source, history: History, console, interval: float) -> int:
         with (
             Keys() as keys,
             Live(
-                render(build_view(history.items), interval),
+                render(build_view(history.items), interval, width=console.width),
                 console=console,
                 screen=True,
                 auto_refresh=False,
@@ -113,6 +113,9 @@ def _live(source: Source, history: History, console, interval: float) -> int:
                 if keys.wait(interval) in QUIT_KEYS:
                     return 0
                 history.add(source.read())
-                live.update(render(build_view(history.items), interval), refresh=True)
+                live.update(
+                    render(build_view(history.items), interval, width=console.width),
+                    refresh=True,
+                )
     except KeyboardInterrupt:
         return 0

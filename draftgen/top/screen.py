@@ -91,8 +91,15 @@ VERDICT_STYLE = {
 }
 
 
-def _datasets(rows: tuple[DatasetRow, ...]) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), expand=False)
+NARROW = 110
+"""Below this many columns the dataset table leaves out the bar and the prompt column and cuts
+names shorter, so every figure that says when and how well (ETA, trunc, rejects) still shows."""
+
+
+def _datasets(rows: tuple[DatasetRow, ...], narrow: bool = False) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=narrow, expand=False
+    )
     cells = [
         [
             share(row.fraction),
@@ -108,19 +115,38 @@ def _datasets(rows: tuple[DatasetRow, ...]) -> Table:
         ]
         for row in rows
     ]
+    headers: tuple[str, ...] = (
+        "%",
+        "completion",
+        "prompt",
+        "samples",
+        "tok/s",
+        "ETA",
+        "trunc",
+        "rejects",
+    )
+    if narrow:  # no prompt column; samples without their limit (the % says how far)
+        headers = headers[:2] + headers[3:]
+        cells = [c[:2] + [count(r.samples)] + c[4:] for c, r in zip(cells, rows)]
     table.add_column("dataset", no_wrap=True, overflow="crop")
     table.add_column("state", no_wrap=True, min_width=7)
-    table.add_column("progress", no_wrap=True, width=BAR_WIDTH)
-    headers = ("%", "completion", "prompt", "samples", "tok/s", "ETA", "trunc", "rejects")
+    if not narrow:
+        table.add_column("progress", no_wrap=True, width=BAR_WIDTH)
     for i, header in enumerate(headers):
         # A number column is never narrower than its widest number: rich shrinks only names.
         widest = max([len(header), *(len(c[i]) for c in cells)])
         table.add_column(header, justify="right", no_wrap=True, min_width=widest)
-    for row, name, figures in zip(rows, abbreviate([r.name for r in rows]), cells):
+    names = abbreviate([r.name for r in rows], 9 if narrow else NAME_WIDTH)
+    for row, name, figures in zip(rows, names, cells):
+        bar = (
+            []
+            if narrow
+            else [ProgressBar(total=1.0, completed=row.fraction or 0.0, width=BAR_WIDTH)]
+        )
         table.add_row(
             name,
             Text(row.state, style=STATE_STYLE.get(row.state, "")),
-            ProgressBar(total=1.0, completed=row.fraction or 0.0, width=BAR_WIDTH),
+            *bar,
             *figures[:-1],
             Text(figures[-1], style="yellow" if row.rejects else ""),
         )
@@ -151,7 +177,9 @@ def _servers(rows: tuple[ServerRow, ...]) -> Table:
     return table
 
 
-def render(view: View, interval: float | None = None, *, live: bool = True) -> RenderableType:
+def render(
+    view: View, interval: float | None = None, *, live: bool = True, width: int | None = None
+) -> RenderableType:
     t = view.totals
     now = datetime.datetime.fromtimestamp(view.at, datetime.UTC)
     title = Text.assemble(
@@ -170,6 +198,10 @@ def render(view: View, interval: float | None = None, *, live: bool = True) -> R
         if t.fraction is not None
         else f"{finished}/{len(view.datasets)} datasets done"
     )
+    over = t.completion_budget is not None and t.completion_tokens >= t.completion_budget
+    if t.fraction is not None and t.fraction < 1 and over:
+        # 14,062/14,000 beside 99%: one dataset's overshoot fills none of another's budget
+        progress += " (each dataset's own; overshoot counts for none)"
     parts.append(
         Text.assemble(
             ("job ", "bold"),
@@ -191,7 +223,7 @@ def render(view: View, interval: float | None = None, *, live: bool = True) -> R
         )
     )
     if view.datasets:
-        parts.append(_datasets(view.datasets))
+        parts.append(_datasets(view.datasets, narrow=width is not None and width < NARROW))
     if view.servers:
         parts.append(_servers(view.servers))
     for note in view.notes:

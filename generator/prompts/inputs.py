@@ -78,6 +78,15 @@ def _key_hash(key: str) -> int:
     )
 
 
+def _unreadable_id(name: str, digest: str | None, seen: dict[str, int]) -> str | None:
+    """An unreadable line's reject is keyed by its content (and which copy it is), not by its
+    row number: a row inserted above it must not make it a new reject on resume."""
+    if digest is None:
+        return None  # a damaged Parquet row group: its rows have no content to key by
+    seen[digest] = copy = seen.get(digest, 0) + 1
+    return f"{name}/unreadable-{digest}" + (f"/{copy}" if copy > 1 else "")
+
+
 def _plan(
     dataset: DatasetSpec,
     base_dir: Path,
@@ -89,12 +98,17 @@ def _plan(
     name = dataset.name
     seen: set[int] = set()  # 8-byte hashes of the keys taken so far
     repeats: dict[int, int] = {}  # copies seen of rows repeated verbatim
+    bad: dict[str, int] = {}  # copies seen of each unreadable line
     for row in select_rows(dataset_files(dataset, base_dir), dataset.selection):
         if row.error is not None:
-            yield Reject(name, row.index, None, *row.error)
+            yield Reject(name, row.index, _unreadable_id(name, row.digest, bad), *row.error)
             continue
         data = row.data
         assert data is not None
+        if dataset.columns:  # the source's own column names → the fields the format reads
+            data = {k: v for k, v in data.items() if k not in dataset.columns.values()} | {
+                field: data[col] for field, col in dataset.columns.items() if col in data
+            }
         key = row_key(data)
         h = _key_hash(key)
         if h in seen:

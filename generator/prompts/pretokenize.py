@@ -10,6 +10,7 @@ prefetch, so rendering runs ahead of the consumer on every worker while memory s
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -62,6 +63,9 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 def _worker_init(settings: RenderSettings, parent: int) -> None:
     global _WORKER
+    # Ctrl-C reaches the whole process group: the generator stops its workers itself, and a
+    # worker's KeyboardInterrupt would only print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent)
     from draftgen.generator.telemetry.progress import worker_logging
 
@@ -101,6 +105,20 @@ def _watch_parent(parent: int, interval: float = 0.5) -> None:
         os._exit(0)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process meanwhile (only the main thread may change it)."""
+    try:
+        before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: the workers' own initializer still ignores it
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _render_batch(jobs: list[tuple[list[dict], list[dict] | None]]) -> list[tuple]:
@@ -168,9 +186,11 @@ class TokenizerContext:
                 initargs=(settings, os.getpid()),
             )
             # Spawn every worker now, from this thread (see `_die_with_parent`): the pool
-            # spawns one per submit while none is idle.
-            for _ in range(workers):
-                self._pool.submit(int)
+            # spawns one per submit while none is idle. They start with SIGINT ignored (kept
+            # across exec), so a Ctrl-C while one still imports prints no traceback.
+            with _sigint_ignored():
+                for _ in range(workers):
+                    self._pool.submit(int)
 
     def __enter__(self) -> TokenizerContext:
         return self
@@ -184,9 +204,18 @@ class TokenizerContext:
         return sorted(procs)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Stop the workers at once: whatever they still render is no longer wanted (a stopped
+        run, a met budget), and waiting for a batch would hold up a Ctrl-C."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in procs:
+            proc.join(timeout=5)
 
     def render_stream(self, units: Iterable[Any]) -> Iterator[tuple[Any, Rendered | None]]:
         """`(unit, rendered)` in input order: each `RenderJob` with its result, anything else

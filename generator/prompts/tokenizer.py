@@ -5,6 +5,7 @@ that match SGLang's."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,15 @@ def load_tokenizer(location: str, trust_remote_code: bool) -> Any:
         raise TokenizerError(
             f"{where}: {location} does not exist; relative paths are resolved from the job file's "
             "directory; write an existing directory holding the tokenizer, or hf://ORG/NAME"
+        )
+    if not Path(location).exists() and os.environ.get("HF_HUB_OFFLINE") != "1":
+        # Without network huggingface_hub retries quietly for most of a minute: say what waits.
+        print(
+            f"tokenizer: fetching {location} from the Hugging Face hub (a cached copy is used if "
+            "the hub cannot be reached, after huggingface_hub's retries of up to a minute; "
+            "HF_HUB_OFFLINE=1 reads the local cache only)",
+            file=sys.stderr,
+            flush=True,
         )
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code)

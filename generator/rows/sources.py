@@ -1,4 +1,4 @@
-"""Reading dataset sources: JSONL and Parquet files, or directories of them, row by row.
+"""Reading dataset sources: JSONL, Parquet and CSV/TSV files, or directories of them, row by row.
 
 Rows are numbered 0, 1, 2, ... across the files in name order (blank JSONL lines do not count),
 which is the `source_index` of every sample and reject. A row that cannot be read — invalid
@@ -14,6 +14,7 @@ on demand.
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -27,6 +28,8 @@ from draftgen.errors import DraftgenError
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
+CSV_SUFFIXES = (".csv", ".tsv")
+"""A header row names the columns; every value is text (`spec.datasets[].columns` maps them)."""
 _PARQUET_BATCH = 256
 # Decoded Parquet row groups kept (as compact Arrow tables) for random access under shuffle. A
 # source whose decoded size fits is decoded once; a larger one re-reads row groups as the shuffled
@@ -55,6 +58,10 @@ class RawRow:
     """`(reason, detail)` when the row is unreadable: `invalid_utf8`, `malformed_json`, `wrong_type`,
     `unreadable_row_group` (a damaged Parquet page)."""
 
+    digest: str | None = None
+    """For an unreadable JSONL line: a hash of its bytes, so its reject stays the same one when
+    rows are inserted above it (its row number changes, its content does not)."""
+
 
 def resolve_source(source: str, base_dir: Path) -> Path:
     """`spec.datasets[].source` → a path: `file://` stripped, relative paths below `base_dir`."""
@@ -67,7 +74,7 @@ def _is_data_file(path: Path) -> bool:
     return (
         path.is_file()
         and not name.startswith(".")
-        and name.endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES)
+        and name.endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES + CSV_SUFFIXES)
     )
 
 
@@ -75,11 +82,12 @@ def list_files(path: Path) -> list[Path]:
     """The data files of a source: the file itself, or a directory's JSONL/Parquet files in name
     order (recursively, by relative path), so row numbers are the same on every run."""
     if path.is_file():
-        if not path.name.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES):
+        if not path.name.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES + CSV_SUFFIXES):
             raise SourceError(
-                f"{path}: not a JSONL (.jsonl/.json/.ndjson) or Parquet file; "
+                f"{path}: not a JSONL (.jsonl/.json/.ndjson), Parquet or CSV/TSV file; "
                 "convert it or point source at one"
             )
+        _refuse_json_array(path)
         return [path]
     if path.is_dir():
         files = sorted(
@@ -90,6 +98,8 @@ def list_files(path: Path) -> list[Path]:
             raise SourceError(
                 f"{path}: directory holds no .jsonl or .parquet files; check the dataset's source"
             )
+        for file in files:
+            _refuse_json_array(file)
         return files
     raise SourceError(
         f"{path}: no such file or directory; check the dataset's source (relative "
@@ -97,12 +107,53 @@ def list_files(path: Path) -> list[Path]:
     )
 
 
+def _is_csv(path: Path) -> bool:
+    return path.name.lower().endswith(CSV_SUFFIXES)
+
+
+def _csv_rows(path: Path) -> list[dict[str, Any]]:
+    """Every row of a CSV (`.csv`) or TSV (`.tsv`) file as {column: text}, in file order."""
+    import csv
+
+    delimiter = "\t" if path.name.lower().endswith(".tsv") else ","
+    csv.field_size_limit(1 << 30)  # long prompts
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        reader = csv.DictReader(fh, delimiter=delimiter)
+        if not reader.fieldnames:
+            raise SourceError(f"{path}: no header row naming the columns; add one")
+        return [dict(row) for row in reader]
+
+
+def _refuse_json_array(path: Path) -> None:
+    """A `.json` file that is one JSON array (ShareGPT's usual published shape) is not JSONL:
+    its first line would be a `malformed_json` reject and every other line too. Say so at once."""
+    if _is_parquet(path) or _is_csv(path):
+        return
+    with open(path, "rb") as fh:
+        head = fh.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+    if head.startswith(b"["):
+        raise SourceError(
+            f"{path}: a JSON array, not JSONL (one JSON object a line); convert it once: "
+            f"jq -c '.[]' {path.name} > {path.stem}.jsonl (or python -c \"import json,sys; "
+            '[print(json.dumps(r)) for r in json.load(open(sys.argv[1]))]" FILE > FILE.jsonl), '
+            "then point source at the .jsonl"
+        )
+
+
 def _is_parquet(path: Path) -> bool:
     return path.name.lower().endswith(PARQUET_SUFFIXES)
 
 
 def decode_line(index: int, line: bytes, first: bool = False) -> RawRow:
-    """One JSONL line → a row, or a row carrying the reason it is unreadable."""
+    """One JSONL line → a row, or a row carrying the reason it is unreadable (and its digest)."""
+    row = _decode_line(index, line, first)
+    if row.error is None:
+        return row
+    digest = hashlib.blake2b(line.rstrip(b"\r\n"), digest_size=8).hexdigest()
+    return RawRow(index, None, row.error, digest)
+
+
+def _decode_line(index: int, line: bytes, first: bool) -> RawRow:
     if first and line.startswith(b"\xef\xbb\xbf"):
         line = line[3:]
     try:
@@ -190,7 +241,12 @@ def iter_rows(files: list[Path]) -> Iterator[RawRow]:
     """Every row of the files, in order, numbered across files."""
     index = 0
     for path in files:
-        rows = _iter_parquet(path, index) if _is_parquet(path) else _iter_jsonl(path, index)
+        if _is_csv(path):
+            rows: Iterator[RawRow] = (
+                RawRow(index + i, data) for i, data in enumerate(_csv_rows(path))
+            )
+        else:
+            rows = _iter_parquet(path, index) if _is_parquet(path) else _iter_jsonl(path, index)
         for row in rows:
             yield row
             index = row.index + 1
@@ -211,8 +267,14 @@ class RowIndex:
         self._groups: OrderedDict[tuple[int, int], Any] = OrderedDict()  # Arrow tables
         self._cached_bytes = 0
         self._parquet: dict[int, Any] = {}
+        self._csv: dict[int, list[dict[str, Any]]] = {}  # CSV rows may span lines: kept whole
         for f, path in enumerate(files):
-            if _is_parquet(path):
+            if _is_csv(path):
+                self._csv[f] = _csv_rows(path)
+                for r in range(len(self._csv[f])):
+                    self._file_of.append(f)
+                    self._where.append(r)
+            elif _is_parquet(path):
                 meta = _parquet_file(path).metadata
                 for g in range(meta.num_row_groups):
                     for r in range(meta.row_group(g).num_rows):
@@ -233,6 +295,8 @@ class RowIndex:
     def read(self, index: int) -> RawRow:
         f, where = self._file_of[index], self._where[index]
         path = self.files[f]
+        if f in self._csv:
+            return RawRow(index, self._csv[f][where])
         if _is_parquet(path):
             group = where >> 32
             try:

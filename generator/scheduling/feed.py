@@ -4,9 +4,11 @@ for the tokenizer."""
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from draftgen.generator.prompts.samples import Reject, Sample
 
@@ -71,3 +73,28 @@ class Feed:
 
     def stop(self) -> None:
         self._stop.set()
+
+
+async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` in a daemon thread. Unlike `asyncio.to_thread`, a stopped run does not wait
+    for it: `asyncio.run` joins the default executor's threads at exit, so a preflight reading
+    a large dataset would hold a Ctrl-C for as long as it reads."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+
+    def deliver(setter: Callable[[Any], None], value: Any) -> None:
+        if not future.done():
+            setter(value)
+
+    def work() -> None:
+        try:
+            outcome: tuple[Callable[[Any], None], Any] = (future.set_result, fn(*args))
+        except BaseException as err:
+            outcome = (future.set_exception, err)
+        try:
+            loop.call_soon_threadsafe(deliver, *outcome)
+        except RuntimeError:  # the run ended meanwhile: nobody waits for this any more
+            pass
+
+    threading.Thread(target=work, name="preflight", daemon=True).start()
+    return await future

@@ -4,7 +4,6 @@ says whether a retry can help, so the orchestrator never parses error strings.""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ import httpx
 
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.errors import DraftgenError
+from draftgen.generator.sglang.health import HEALTH_PATH, Probe, wait_until_healthy
 from draftgen.redact import redact_url
 from draftgen.spec import SamplingSpec
 
@@ -199,6 +199,15 @@ def parse_generation(body: Any) -> Generation:
     )
 
 
+def _root_cause(err: BaseException) -> str:
+    """The innermost error's name and text (httpx says "All connection attempts failed" over
+    the `ConnectionRefusedError` that tells what happened)."""
+    seen = err
+    while seen.__cause__ is not None or seen.__context__ is not None:
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+    return f"{type(seen).__name__}: {seen}"
+
+
 class SGLangClient:
     """One SGLang server. `transport` replaces the network (an `httpx.AsyncBaseTransport`)."""
 
@@ -318,23 +327,22 @@ class SGLangClient:
         response = await self._request("GET", "/metrics", timeout=10.0)
         return load_from_metrics(parse_metrics(response.text), time.monotonic())
 
+    async def probe_health(self) -> Probe:
+        """One `GET /health_generate`: the status, or why there was no answer."""
+        try:
+            response = await self._http.get(HEALTH_PATH, timeout=60.0)
+        except (httpx.TransportError, OSError) as err:
+            return Probe(None, _root_cause(err))
+        return Probe(response.status_code, body=response.text[:200])
+
     async def healthy(self) -> bool:
         """`/health_generate` answers 200 (the server generated a token)."""
-        try:
-            response = await self._http.get("/health_generate", timeout=60.0)
-        except (httpx.TransportError, OSError):
-            return False
-        return response.status_code == 200
+        return (await self.probe_health()).status == 200
 
     async def wait_healthy(self, timeout: float, interval: float = 1.0) -> None:
-        """Wait until `/health_generate` answers 200; `ServerUnavailable` after `timeout` s."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if await self.healthy():
-                return
-            if time.monotonic() >= deadline:
-                raise ServerUnavailable(
-                    f"{self.url} did not become healthy (GET /health_generate) within {timeout:.0f} s; "
-                    "check that the server is running and the URL is right"
-                )
-            await asyncio.sleep(interval)
+        """Wait until `/health_generate` answers 200, saying what is awaited every 15 s;
+        `NotSGLang` at once on a 404 or another answer that is not SGLang's;
+        `ServerUnavailable` after `timeout` s."""
+        await wait_until_healthy(
+            self.url, self.probe_health, timeout, interval=interval, on_timeout=ServerUnavailable
+        )

@@ -119,7 +119,12 @@ class Fleet:
             server.healthy = False
         error: BaseException | None = None
         while pending:
-            done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:  # the run is stopping: nobody waits for any server
+                for task in pending:
+                    task.cancel()
+                raise
             for task in done:
                 pending.pop(task)
                 if task.exception() is not None:

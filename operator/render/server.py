@@ -90,10 +90,16 @@ def server_args(spec: GenerationJobSpec) -> list[str]:
     return [str(a) for a in args]  # plain str, not enum members: YAML dumps only plain str
 
 
+SGLANG_SETTINGS = {
+    # /health must be a cheap liveness check; /health_generate (readiness) still generates.
+    "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION": "0",
+}
+"""The environment that sets SGLang's behaviour (`draftgen serve` sets it too)."""
+
+
 def _env(spec: GenerationJobSpec) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
-        # /health must be a cheap liveness check; /health_generate (readiness) still generates.
-        {"name": "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "value": "0"},
+        *({"name": k, "value": v} for k, v in SGLANG_SETTINGS.items()),
         # Writable paths are given explicitly: the root filesystem is read-only.
         {"name": "HOME", "value": HOME},
         {"name": "XDG_CACHE_HOME", "value": f"{HOME}/.cache"},

@@ -37,11 +37,11 @@ def test_committed_values_schema_has_the_crds_spec_schema() -> None:
     "values, message",
     [
         (_job(server={"replica": 2}), "additional properties 'replica'"),
-        (_job(datasets__0__budget={"completionTokens": "10M"}), "completionTokens"),
+        (_job(datasets__0__budget={"completionTokens": "ten million"}), "completionTokens"),
         (_job(server__memFractionStatic=1.2), "memFractionStatic"),
         (_job(server__kvCacheDtype="int3"), "kvCacheDtype"),
     ],
-    ids=["unknown-field", "string-budget", "fraction", "enum"],
+    ids=["unknown-field", "not-a-quantity", "fraction", "enum"],
 )
 def test_helm_refuses_a_spec_the_crd_refuses(values, message) -> None:
     with pytest.raises(helm.HelmValuesError) as err:

@@ -21,3 +21,15 @@ def test_damaged_lines_are_unreadable_not_a_crash(tmp_path, capsys):
     assert chat["samples"] == 4
     assert chat["unreadable_lines"] == 2
     assert chat["rejects"] == 0
+
+
+def test_a_duplicated_record_is_counted_once(tmp_path, capsys):
+    root = write_output(tmp_path / "run", {"chat": synthetic_records("chat", 4)}, shard_size=10)
+    shard = root / "chat" / "shard-00000.jsonl"
+    first = shard.read_text().splitlines()[0]
+    shard.write_text(shard.read_text() + first + "\n")  # the same record twice: 4 distinct
+    assert main(["stats", str(root), "--json"]) == 1  # said loudly, as every damaged output
+    out, err = capsys.readouterr()
+    (chat,) = json.loads(out)["datasets"]
+    assert chat["samples"] == 4
+    assert "1 records repeat an earlier one's id: counted once" in err

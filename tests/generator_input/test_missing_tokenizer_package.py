@@ -107,7 +107,7 @@ def _job(tmp_path: Path, tokenizer: Path) -> Path:
 
 def _validate(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "draftgen.cli", "validate", "--local", *args],
+        [sys.executable, "-m", "draftgen.cli", "validate", "--local", "--spec-only", *args],
         capture_output=True,
         text=True,
         timeout=300,

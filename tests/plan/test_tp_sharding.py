@@ -81,11 +81,33 @@ def test_validate_refuses_the_tp_when_the_config_is_readable(tmp_path, examples,
         server={"tensorParallelSize": 3},
         datasets=[{"name": "chat", "source": "c.jsonl", "format": "messages"}],
     )
-    assert main(["validate", "--local", str(write_job_yaml(tmp_path / "job.yaml", doc))]) == 2
+    assert (
+        main(
+            [
+                "validate",
+                "--local",
+                "--serve",
+                "--spec-only",
+                str(write_job_yaml(tmp_path / "job.yaml", doc)),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "spec.server.tensorParallelSize: 3 does not divide the model's 64 attention heads" in err
     doc["spec"]["server"]["tensorParallelSize"] = 8
-    assert main(["validate", "--local", str(write_job_yaml(tmp_path / "job.yaml", doc))]) == 0
+    assert (
+        main(
+            [
+                "validate",
+                "--local",
+                "--serve",
+                "--spec-only",
+                str(write_job_yaml(tmp_path / "job.yaml", doc)),
+            ]
+        )
+        == 0
+    )
 
 
 def test_validate_without_a_readable_config_does_not_refuse(tmp_path):
@@ -99,4 +121,15 @@ def test_validate_without_a_readable_config_does_not_refuse(tmp_path):
         server={"tensorParallelSize": 3},
         datasets=[{"name": "chat", "source": "c.jsonl", "format": "messages"}],
     )
-    assert main(["validate", "--local", str(write_job_yaml(tmp_path / "job.yaml", doc))]) == 0
+    assert (
+        main(
+            [
+                "validate",
+                "--local",
+                "--serve",
+                "--spec-only",
+                str(write_job_yaml(tmp_path / "job.yaml", doc)),
+            ]
+        )
+        == 0
+    )

@@ -41,7 +41,7 @@ def _screen(width: int = 120) -> str:
         servers = (ServerReading("replica 0 (kimi-server-0-abc12)", 0.96, 72, 79),)
         h.add(Snapshot("gj/kimi -n drafters", at=t, datasets=ds, servers=servers))
     console = Console(width=width, record=True, color_system=None)
-    console.print(render(build_view(h.items), 2.0))
+    console.print(render(build_view(h.items), 2.0, width=width))
     return console.export_text()
 
 
@@ -77,3 +77,30 @@ def test_counts_are_exact_below_a_million():
     assert count(12_345_678) == "12.35M"
     assert count(None) == "-"
     assert re.fullmatch(r"\d+\.\d\dG", count(3_210_000_000))
+
+
+def test_at_80_columns_the_table_shortens_and_keeps_eta_trunc_and_rejects():
+    screen = _screen(80)
+    header = next(line for line in screen.splitlines() if line.lstrip().startswith("dataset"))
+    for column in ("ETA", "trunc", "rejects", "completion", "samples"):
+        assert column in header, header
+    assert "…" not in header
+    assert "11,106" in screen and "5.93M/10.00M" in screen
+    assert max(len(line) for line in screen.splitlines()) <= 80
+
+
+def test_a_total_past_its_budget_beside_99_percent_says_why():
+    def reading(name, completion):
+        return DatasetReading(
+            name, samples=10, prompt_tokens=1_000, completion_tokens=completion, truncated=0,
+            rejects=0, budget=Budget(completion_tokens=7_000),
+        )  # fmt: skip
+
+    h = History()
+    for t in (1000.0, 1010.0):  # one dataset 262 over, the other 200 short: 14,062/14,000
+        h.add(Snapshot("dir", at=t, datasets=(reading("a", 7_262), reading("b", 6_800))))
+    console = Console(width=120, record=True, color_system=None)
+    console.print(render(build_view(h.items), 2.0, width=120))
+    screen = console.export_text()
+    assert "14,062/14,000" in screen and "98% of the token budget" in screen
+    assert "overshoot counts for none" in screen
