@@ -173,3 +173,13 @@ def test_max_requests_caps_the_whole_server_not_each_rank():
     server.pools[0].in_flight = 3
     assert [p.view(0.0).replica_in_flight for p in server.pools] == [3, 3]
     assert Pool(Server(SGLangClient("http://s:2"))).view(0.0).replica_in_flight is None
+
+
+def test_the_test_server_starts_data_parallel_ranks_with_a_core_each(tmp_path):
+    from draftgen.testing.sglang import SGLangServer
+
+    server = SGLangServer(tmp_path, port=1, max_total_tokens=1024, dp_size=2)
+    command = server.command()
+    assert command[command.index("--dp-size") + 1] == "2"
+    assert server.environment()["SGLANG_CPU_OMP_THREADS_BIND"].count("|") == 1
+    assert "--dp-size" not in SGLangServer(tmp_path, port=1).command()
