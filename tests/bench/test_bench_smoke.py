@@ -28,6 +28,7 @@ SMALL = {
         "5",
     ],
     "client_cost": ["--requests", "60", "--in-flight", "8"],
+    "dp_ranks_sim": ["--budget", "3000", "--layouts", "tp8,dp2", "--sglang-dispatch", ""],
     "pretokenize_rate": ["--prompts", "20", "--rounds", "1", "--max-workers", "1"],
     "resume_cost": ["--records", "2000"],
     "operator_reconcile": ["--jobs", "2", "--poll", "0.3"],
