@@ -25,7 +25,7 @@ from draftgen.contract.model_location import HubModel, parse
 from draftgen.spec import GenerationJobSpec, GenerationJobStatus
 from draftgen.spec.status import ModelDownloadStatus
 
-from . import decisions, names, observe, progress
+from . import decisions, names, observe, readings
 from .children import Children
 from .kube import Kube
 from .phases import Event
@@ -109,7 +109,7 @@ class FirstRun:
         pods = self._pods(job, namespace, "model-download")
         if outcome == "running":
             for ip in observe.running_pod_ips(pods):
-                got = progress.download_progress(
+                got = readings.download_progress(
                     ip, download_cli.METRICS_PORT, self.settings.http_timeout_seconds
                 )
                 if got is not None:

@@ -24,14 +24,14 @@ from typing import Any
 from draftgen.plan.eta import format_duration
 from draftgen.spec import GenerationJobSpec, GenerationJobStatus, ServerStatus
 
-from . import decisions, names, observe, progress
+from . import decisions, names, observe, readings
 from .children import Adopt, Children
 from .conditions import drop_condition, now_rfc3339, set_condition
 from .first_run import FirstRun
 from .kube import Kube
 from .ownership import NotOwned
 from .phases import TERMINAL, Event, enter
-from .plan import plan_figures
+from .plan_status import plan_figures
 from .policy import secret_problems
 from .render import generator as render_generator
 from .settings import OperatorSettings
@@ -376,7 +376,7 @@ class Reconciler:
             != names.WORKER_ROLE
         ]
         for ip in observe.running_pod_ips(leaders):
-            kv = progress.server_kv_capacity(
+            kv = readings.server_kv_capacity(
                 ip, spec.server.port, self.settings.http_timeout_seconds
             )
             if kv is not None:
@@ -387,7 +387,7 @@ class Reconciler:
         self, spec: GenerationJobSpec, pods: list[dict[str, Any]], status: GenerationJobStatus
     ) -> None:
         for ip in observe.running_pod_ips(pods):
-            got = progress.scrape(
+            got = readings.scrape(
                 ip, spec.generator.metrics_port, self.settings.http_timeout_seconds
             )
             if got is None:

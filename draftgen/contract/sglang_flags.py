@@ -58,6 +58,8 @@ class SGLangFlag(enum.StrEnum):
     """Pipeline parallelism: read from extraArgs to refuse it across nodes (spec/server.py)."""
     # Read by the planner from extraArgs.
     MAX_TOTAL_TOKENS = "--max-total-tokens"
+    CUDA_GRAPH_MAX_BS_DECODE = "--cuda-graph-max-bs-decode"
+    """The largest decode batch captured in a CUDA graph (per DP-attention rank)."""
     PAGE_SIZE = "--page-size"
     # CPU test servers (docs in /work/shared/notes/sglang.md).
     DEVICE = "--device"

@@ -27,7 +27,7 @@ from draftgen.contract.server_info import (
 )
 from draftgen.errors import RunError
 from draftgen.generator.prompts.integrity import IntegrityError
-from draftgen.generator.scheduling.capacity import ServerView
+from draftgen.generator.scheduling.room import ServerView
 from draftgen.generator.sglang.client import (
     BadResponse,
     ServerLoad,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from draftgen.contract.server_info import RankInfo, parse_server_info
-from draftgen.generator.scheduling.capacity import (
+from draftgen.generator.scheduling.room import (
     HORIZON,
     PEAK_SHARE,
     Ready,
