@@ -45,6 +45,15 @@ class ServerInfo:
     """One per data-parallel rank, when `internal_states` lists more than one (each its own
     scheduler and KV pool); empty for a server with one."""
 
+    @property
+    def total_kv_tokens(self) -> int | None:
+        """The server's KV tokens: every data-parallel rank's pool together (a request lives in
+        one of them), or its one pool. What `status.server.maxTotalNumTokens` shows."""
+        pools = [r.kv_tokens for r in self.ranks]
+        if pools and all(p is not None for p in pools):
+            return sum(p for p in pools if p is not None)
+        return self.kv_tokens
+
 
 @dataclass(frozen=True)
 class RankInfo:

@@ -183,3 +183,11 @@ def test_the_test_server_starts_data_parallel_ranks_with_a_core_each(tmp_path):
     assert command[command.index("--dp-size") + 1] == "2"
     assert server.environment()["SGLANG_CPU_OMP_THREADS_BIND"].count("|") == 1
     assert "--dp-size" not in SGLangServer(tmp_path, port=1).command()
+
+
+def test_the_operator_shows_the_servers_tokens_over_every_rank():
+    """`status.server.maxTotalNumTokens` (and status.plan from it): both ranks' pools, not the
+    top level's rank 0."""
+    assert parse_server_info(SERVER_INFO).total_kv_tokens == 2048
+    one = {**SERVER_INFO, "internal_states": SERVER_INFO["internal_states"][:1]}
+    assert parse_server_info(one).total_kv_tokens == 1024
