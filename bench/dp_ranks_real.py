@@ -23,8 +23,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -34,11 +36,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
     BENCH_DIR,
+    REPO,
     TINY_KIMI,
     TINY_KIMI_MODEL,
     Goal,
     Result,
-    draftgen_generate,
     job_document,
     sglang_available,
     sglang_server,
@@ -134,6 +136,22 @@ def write_job(work: Path, rows: list[list[int]], max_new: int) -> Path:
     return path
 
 
+def generate(url: str, job: Path, out: Path) -> str:
+    """`draftgen generate` of this checkout (`python -m draftgen.cli`, as the tests run it: the
+    venv's `draftgen` script may be another checkout's); its command line."""
+    args = ["generate", "--job", str(job), "--server", url, "--output", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "draftgen.cli", *args, "--progress", "log"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"draftgen generate failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return "draftgen " + " ".join(args).replace(str(REPO) + "/", "")
+
+
 def completion_tokens(out: Path) -> int:
     return sum(
         json.loads(line)["completion_tokens"]
@@ -217,6 +235,7 @@ def main() -> None:
                 max_total_tokens=args.pool,
                 dp_size=2,
                 extra_args=("--load-balance-method", method),
+                startup_timeout=900,
             ) as server:
                 url = server.url
 
@@ -241,7 +260,7 @@ def main() -> None:
                         nonlocal command
                         out = work / "out"
                         shutil.rmtree(out, ignore_errors=True)
-                        command = draftgen_generate(url, job, out)
+                        command = generate(url, job, out)
                         return completion_tokens(out)
 
                     result.rows.insert(
