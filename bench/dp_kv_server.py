@@ -14,7 +14,8 @@ What it models, from SGLang 0.5.23 (`managers/data_parallel_controller.py`):
   `a × weight_factor + b × d × (the busiest rank's running requests)`: the batch is padded to
   the busiest rank, and every GPU reads `weight_factor` × the weights it reads under plain TP
   (the attention weights held at attention-TP tp/d: the planner's figure). A prefill on one rank
-  is a step for all. At d = 1 this is `kv_server.KVServer`'s step;
+  is one forward for all: the others decode a step in it, which then also costs their padded
+  batch. At d = 1 this is `kv_server.KVServer`'s step;
 - `/get_server_info`: rank 0's pool at the top level and one `internal_states` entry per rank;
   `/metrics`: each rank's gauges with its `dp_rank` label.
 """
@@ -97,10 +98,22 @@ class DPKVServer(httpx.AsyncBaseTransport):
         while not self.closed:
             prefilled = [r.admit() for r in self.ranks]
             if any(prefilled):
-                await asyncio.sleep(self.prefill_step(max(prefilled)))
+                # One forward for every rank: the ranks that prefill nothing decode a step in it
+                # (their tokens join the gathered batch).
+                decoding = [r for r, n in zip(self.ranks, prefilled) if not n and r.running]
+                for r in decoding:
+                    r.last_retracted = len(r.retract())
+                step = self.prefill_step(max(prefilled))
+                if decoding:
+                    step += (
+                        self.ranks[0].b * len(self.ranks) * max(len(r.running) for r in decoding)
+                    )
+                await asyncio.sleep(step)
                 for r in self.ranks:
                     self._answer(r.finished_in_prefill)
                     r.finished_in_prefill.clear()
+                for r in decoding:
+                    self._answer(r.decode(1))
                 self._read(loop.time())
                 continue
             busy = [r for r in self.ranks if r.running]
