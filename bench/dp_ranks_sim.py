@@ -17,7 +17,8 @@ attention weights each GPU then holds:
 Step time (the assumption, in the table): plain TP's `a + b × running` from the seed's figures
 (17 tok/s per request at 40 running, 12.9 at 72); at d > 1 `a × weights-per-GPU ratio +
 b × d × the busiest rank's running` (every GPU reads its larger share of attention weights each
-step; the batch is padded to the busiest rank). SGLang multiplies schedule_conservativeness by
+step; the batch is padded to the busiest rank); a prefill on one rank is a forward for all, the
+other ranks decoding a step in it. SGLang multiplies schedule_conservativeness by
 0.3 under DP attention (`parallel_hook.handle_data_parallelism`): applied.
 
     .cache/venv/bin/python bench/dp_ranks_sim.py [--budget 300000] [--layouts tp8,dp2,dp4]
@@ -252,7 +253,11 @@ def main() -> None:
     result.notes.append(
         f"Budget {args.budget:,} completion tokens per dataset of the seed's mix (8 datasets). "
         "Pools per rank and weights per GPU: the planner's (docs/capacity-planning.md §6), a "
-        "plan, not a measurement. Steady state: 10–80 % of the decoded tokens."
+        "plan, not a measurement. Step time at d > 1 is an assumption (the column): every GPU "
+        "reads its larger share of attention weights each step, the ranks step together with "
+        "the batch padded to the busiest rank, and a prefill on one rank is a forward in which "
+        "the others decode. SGLang's schedule_conservativeness × 0.3 under DP attention. "
+        "Steady state: 10–80 % of the decoded tokens."
     )
     result.save()
 
