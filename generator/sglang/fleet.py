@@ -80,13 +80,6 @@ class Pool:
         pools = self.server.pools
         return self.rank if len(pools) > 1 and any(p is self for p in pools) else None
 
-    @property
-    def label(self) -> str:
-        """The server's URL, with the rank when it has several."""
-        return (
-            self.server.client.url if self.rank is None else f"{self.server.client.url}#{self.rank}"
-        )
-
     def view(self, now: float) -> ServerView:
         load = (
             self.load if self.load is not None and now - self.load.at < LOAD_FRESH_SECONDS else None
