@@ -15,7 +15,7 @@ from typing import Any
 
 from draftgen.spec import GenerationJobSpec
 
-from . import names, ownership
+from . import kueue, names, ownership
 from .decisions import server_action
 from .kube import Kube
 from .render import first_run as render_first_run
@@ -44,6 +44,7 @@ class Children:
 
     def _create(self, obj: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
         self._adopt(obj, owner)
+        kueue.prepare(obj, owner)  # queue labels, a suspended generator Job (operator/kueue.py)
         # A create that meets an existing object returns it: ours (a retried create) or not.
         return ownership.require_owned(
             obj["kind"], self.kube.create(obj), ownership.owner_uid(owner)
@@ -128,6 +129,8 @@ class Children:
             self._create(service, owner)
         kind = render_lws.server_kind(spec)
         wanted = render_lws.server_objects(spec, job, namespace, self.settings)
+        for want in wanted:  # a roll keeps the Kueue labels on the pod template
+            kueue.prepare(want, owner)
         wanted_names = {d["metadata"]["name"] for d in wanted}
         out = []
         changed = False

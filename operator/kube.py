@@ -7,10 +7,13 @@ the renderers produce dicts and the tests compare dicts, so no model classes sit
 
 from __future__ import annotations
 
+import builtins
+import json
 import logging
 import os
 import ssl
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -26,6 +29,7 @@ class KubeError(Exception):
 
     def __init__(self, status: int, message: str) -> None:
         self.status = status
+        self.message = message
         super().__init__(f"Kubernetes API {status}: {message}")
 
     @property
@@ -175,6 +179,42 @@ class Kube:
         data = self._request("GET", path(kind, namespace), params={"labelSelector": selector})
         items = data.get("items") or []
         return [o for o in items if _matches(o, labels)]
+
+    def list_from(
+        self, kind: str, namespace: str, selector: str
+    ) -> tuple[builtins.list[dict[str, Any]], str]:
+        """A list by label selector and the resourceVersion to watch from."""
+        data = self._request("GET", path(kind, namespace), params={"labelSelector": selector})
+        version = str((data.get("metadata") or {}).get("resourceVersion") or "")
+        return list(data.get("items") or []), version
+
+    def watch(
+        self, kind: str, namespace: str, selector: str, version: str, seconds: int = 300
+    ) -> Iterator[dict[str, Any]]:
+        """The events (`{type, object}`) of one watch from `version`, until the server ends it
+        (after about `seconds`); a refusal raises KubeError (410: the version is too old)."""
+        params = {
+            "watch": "true",
+            "labelSelector": selector,
+            "resourceVersion": version,
+            "timeoutSeconds": str(seconds),
+        }
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if self._token_fn is not None and (token := self._token_fn()):
+            headers["Authorization"] = token
+        url = path(kind, namespace)
+        timeout = httpx.Timeout(30.0, read=seconds + 30.0)
+        try:
+            with self._http.stream(
+                "GET", url, params=params, headers=headers, timeout=timeout
+            ) as rsp:
+                if rsp.status_code >= 400:
+                    raise KubeError(rsp.status_code, f"GET {url} (watch): {rsp.read()[:500]!r}")
+                for line in rsp.iter_lines():
+                    if line.strip():
+                        yield json.loads(line)
+        except httpx.HTTPError as err:
+            raise KubeError(0, f"GET {url} (watch): {err}") from err
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create; an object that already exists is returned as it is (idempotent)."""

@@ -3,6 +3,7 @@
 | metric | type | labels | meaning |
 |---|---|---|---|
 | `draftgen_operator_jobs` | gauge | phase | GenerationJobs this operator handles, by phase |
+| `draftgen_operator_job_phase` | gauge | namespace, generationjob, phase | 1 for each job's current phase (one series per job: alerts on a failed or stuck job) |
 | `draftgen_operator_reconcile_errors_total` | counter | kind | reconciles that raised (`api`, `other`) |
 | `draftgen_operator_reconcile_duration_seconds` | histogram | | time of one reconcile |
 | `draftgen_operator_reconciles_total` | counter | | reconciles run |
@@ -26,6 +27,12 @@ JOBS = Gauge(
     "draftgen_operator_jobs",
     "GenerationJobs handled by this operator, by phase",
     ["phase"],
+    registry=REGISTRY,
+)
+JOB_PHASE = Gauge(
+    "draftgen_operator_job_phase",
+    "1 for the current phase of each GenerationJob (the series of a job's earlier phase goes)",
+    ["namespace", "generationjob", "phase"],
     registry=REGISTRY,
 )
 RECONCILE_ERRORS = Counter(
@@ -53,10 +60,14 @@ for _phase in PHASES:
 def record_phase(namespace: str, name: str, phase: str | None) -> None:
     """Remember one job's phase (None when it is gone) and refresh the per-phase gauge."""
     with _lock:
+        old = _phases.get((namespace, name))
+        if old is not None and old != phase:
+            JOB_PHASE.remove(namespace, name, old)
         if phase is None:
             _phases.pop((namespace, name), None)
         else:
             _phases[(namespace, name)] = phase
+            JOB_PHASE.labels(namespace=namespace, generationjob=name, phase=phase).set(1)
         counts: dict[str, int] = {p: 0 for p in PHASES}
         for value in _phases.values():
             counts[value] = counts.get(value, 0) + 1

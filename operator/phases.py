@@ -30,12 +30,14 @@ class Event(enum.Enum):
     DOWNLOAD_FAILED = "the model download Job ran out of retries or was refused"
     PREFLIGHT_RUNNING = "the preflight Job is checking the inputs and the tokenizer"
     PREFLIGHT_FAILED = "the preflight found a dataset or the tokenizer unusable"
+    QUEUED = "Kueue has not admitted the server or the generator (gated pod, suspended Job)"
     SERVER_STARTING = "server replicas not ready yet, no generator"
     SERVER_FAILED = "the server will not come up by itself"
     GENERATOR_RUNNING = "the generator was started, is restarting or is running"
     GENERATOR_SUCCEEDED = "the generator Job completed"
     GENERATOR_FAILED = "the generator Job ran out of retries"
     CHILD_NOT_OWNED = "an object of a child's name exists and is not controlled by the job"
+    CHILD_REJECTED = "the API server refused a child the job needs (422): retrying cannot help"
     OWNERSHIP_RETRY = "a job failed on a foreign object: try again (it may be gone)"
     SERVER_UNSUPPORTED = "the cluster lacks what the server needs (LeaderWorkerSet)"
     SERVER_SUPPORT_RETRY = "a job refused for a missing LeaderWorkerSet: try again (installed?)"
@@ -56,6 +58,7 @@ ON_SPEC_REJECTED: dict[Phase, Phase] = {
     "Suspended": "Suspended",
     # before any server exists a rejected edit has nothing running to protect: it fails.
     "Pending": "Failed",
+    "Queued": "Failed",
     "DownloadingModel": "Failed",
     "Preflight": "Failed",
     "Succeeded": "Failed",
@@ -73,6 +76,7 @@ FROM_ANY_ACTIVE: dict[Event, Phase] = {
     Event.DOWNLOAD_FAILED: "Failed",
     Event.PREFLIGHT_RUNNING: "Preflight",
     Event.PREFLIGHT_FAILED: "Failed",
+    Event.QUEUED: "Queued",
     Event.SERVER_STARTING: "StartingServer",
     Event.SERVER_FAILED: "Failed",
     Event.GENERATOR_RUNNING: "Generating",
@@ -89,6 +93,8 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     # A foreign object holds a child's name: refused from wherever the reconcile meets it
     # (reading an ended job's generator Job too).
     **{(phase, Event.CHILD_NOT_OWNED): "Failed" for phase in PHASES},
+    # A child the API server refuses (422) fails the job until the spec changes.
+    **{(phase, Event.CHILD_REJECTED): "Failed" for phase in PHASES},
     # A refused job is tried again: fixed spec, gone foreign object, installed LeaderWorkerSet.
     ("Failed", Event.SPEC_FIXED): "Pending",
     ("Failed", Event.OWNERSHIP_RETRY): "Pending",

@@ -10,8 +10,9 @@ namespace into a pod. The chart's `policy` values (env `DRAFTGEN_OPERATOR_ALLOWE
 - `allowedClaims`: every PersistentVolumeClaim a job mounts (output, inputs, model) must match
   one of these names or shell-style patterns (`drafter-*`);
 - `allowedSecrets` (names or patterns) and `secretLabel` (`key=value`): the Secret given as
-  `model.hfTokenSecret` must be named there, or carry that label. The label needs the Secret
-  itself, so it is checked with the API (`secret_problems`), at admission and at reconcile.
+  `model.hfTokenSecret` must be named there, or carry that label. The label is checked against
+  the labelled Secrets of the job's namespace, kept by a watch (operator/secret_cache.py), at
+  admission and at reconcile.
 
 Every refusal names the field, the rule (`policy.<value>`) and what is allowed.
 """
@@ -19,10 +20,10 @@ Every refusal names the field, the rule (`policy.<value>`) and what is allowed.
 from __future__ import annotations
 
 import fnmatch
-from typing import Any
 
 from draftgen.spec import GenerationJobSpec
 
+from . import secret_cache
 from .kube import Kube
 from .settings import OperatorSettings
 
@@ -95,17 +96,17 @@ def secret_problems(
     kube: Kube, spec: GenerationJobSpec, namespace: str, settings: OperatorSettings
 ) -> list[str]:
     """`policy.secretLabel`: a token Secret not named in `allowedSecrets` must carry the label
-    (one GET of that Secret; only its labels are looked at)."""
+    (checked against the watched cache of the namespace's labelled Secrets, no request of its
+    own)."""
     secret = spec.model.hf_token_secret
     label = secret_label(settings)
     if secret is None or label is None or _matches(secret.name, settings.allowed_secrets):
         return []
     key, value = label
-    found: dict[str, Any] | None = kube.get("Secret", namespace, secret.name)
-    labels = ((found or {}).get("metadata") or {}).get("labels") or {}
-    if found is not None and labels.get(key) == value:
+    if secret_cache.for_client(kube, key, value).labelled(namespace, secret.name):
         return []
-    why = "does not exist" if found is None else f"does not carry the label {key}={value}"
+    # Unlabelled Secrets are never read, so a missing one and an unlabelled one look alike.
+    why = f"does not exist or does not carry the label {key}={value}"
     return [
         f"spec.model.hfTokenSecret.name: Secret {namespace}/{secret.name} {why}, so the "
         f"operator's policy refuses it (rule policy.secretLabel: {key}={value}); label a Secret "

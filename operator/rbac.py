@@ -5,8 +5,8 @@ against them in every mode (tests/chart/test_rbac.py), and the rules are tested 
 the operator really calls on the test API server, per mode (tests/operator/test_rbac_modes.py):
 all namespaces, chosen namespaces (`watchNamespaces`), the admission webhook on.
 
-- `NAMESPACED_RULES` always: bound cluster-wide when the operator watches every namespace,
-  else by a RoleBinding in each watched namespace;
+- `NAMESPACED_RULES` always: a Role and RoleBinding in each namespace the operator serves (the
+  chart's default: the release's namespace), bound cluster-wide only with `clusterWide`;
 - `ALL_NAMESPACES_RULES` (cluster-scoped) when it watches every namespace: kopf's cluster-wide
   peering and its scanning of CRDs;
 - `WATCHED_NAMESPACES_RULES` (namespaced) when it watches chosen namespaces: kopf's peering in
@@ -88,9 +88,11 @@ WATCHED_NAMESPACES_RULES: list[Rule] = [
 ]
 
 SECRET_LABEL_RULES: list[Rule] = [
-    # policy.secretLabel: the token Secret a job names is read to check its label (only the
-    # labels are looked at). Granted only in that mode: otherwise no Secret is ever read.
-    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+    # policy.secretLabel: the Secrets carrying the label are listed and watched, each request
+    # with that label selector and in one job's namespace (operator/secret_cache.py), and a
+    # job's token Secret is checked against that cache: no poll, and unlabelled Secrets never
+    # reach the operator. Granted only in that mode: otherwise no Secret is ever read.
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]},
 ]
 
 LEADER_WORKER_SET_RULES: list[Rule] = [
@@ -131,7 +133,8 @@ def cluster_rules(*, all_namespaces: bool, webhook: bool) -> list[Rule]:
 def namespaced_rules(
     *, all_namespaces: bool, secret_label: bool = False, leader_worker_set: bool = False
 ) -> list[Rule]:
-    """Namespaced rules (the chart's `<fullname>-operator` ClusterRole)."""
+    """Namespaced rules (the chart's `<fullname>-operator` Role, or ClusterRole when
+    cluster-wide)."""
     return (
         NAMESPACED_RULES
         + ([] if all_namespaces else WATCHED_NAMESPACES_RULES)
@@ -155,5 +158,5 @@ def rules(
     )
 
 
-RULES: list[Rule] = rules()
-"""The chart's default: every namespace, no webhook."""
+RULES: list[Rule] = rules(all_namespaces=False)
+"""The chart's default: the release's namespace (a Role), no webhook."""

@@ -1,8 +1,8 @@
 """Write docs/rendered-install.md: what `helm install` creates for the Kimi-K2.5 example.
 
-The values are composed here from examples/kimi-k2.5.yaml (never copied by hand), rendered by real
-Helm (helm-python-sdk, offline), so the document cannot drift from the chart: a test runs this
-script with --check.
+The values are the chart's example charts/draftgen/examples/kimi-k2.5.yaml (its job spec is
+examples/kimi-k2.5.yaml's, tested), rendered by real Helm (helm-python-sdk, offline), so the
+document cannot drift from the chart: a test runs this script with --check.
 
     .cache/venv/bin/python scripts/render_install.py          # rewrite the document
     .cache/venv/bin/python scripts/render_install.py --check  # exit 1 if it is stale
@@ -24,29 +24,9 @@ RELEASE, NAMESPACE = "draftgen", "draftgen"
 
 
 def kimi_values() -> dict:
-    """Values a team would write to run the Kimi-K2.5 job through the chart, with monitoring."""
-    job = yaml.safe_load((REPO / "examples" / "kimi-k2.5.yaml").read_text())
-    return {
-        "operator": {"replicas": 2},
-        "serverDefaults": {"image": "lmsysorg/sglang:v0.5.23"},
-        "monitoring": {
-            "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
-            "podMonitors": {
-                "labels": {"release": "kube-prometheus-stack"},
-                "generator": {"enabled": True},
-                "sglang": {"enabled": True},
-            },
-            "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
-            "grafanaDashboard": {"enabled": True},
-        },
-        "generationJobs": [
-            {
-                "name": job["metadata"]["name"],
-                "namespace": job["metadata"]["namespace"],
-                "spec": job["spec"],
-            }
-        ],
-    }
+    """The chart's values example for the Kimi-K2.5 job (charts/draftgen/examples/kimi-k2.5.yaml,
+    whose spec a test keeps equal to examples/kimi-k2.5.yaml's)."""
+    return yaml.safe_load((CHART / "examples" / "kimi-k2.5.yaml").read_text())
 
 
 def _dump(value: dict) -> str:
@@ -68,10 +48,10 @@ def document() -> str:
         "",
         "```",
         f"helm install {RELEASE} charts/draftgen --namespace {NAMESPACE} --create-namespace "
-        "-f kimi-values.yaml",
+        "-f charts/draftgen/examples/kimi-k2.5.yaml",
         "```",
         "",
-        "## kimi-values.yaml",
+        "## charts/draftgen/examples/kimi-k2.5.yaml",
         "",
         "```yaml",
         _dump(values).rstrip(),

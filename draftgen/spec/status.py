@@ -11,6 +11,7 @@ from .exports import ExportStatus
 
 Phase = Literal[
     "Pending",
+    "Queued",
     "DownloadingModel",
     "Preflight",
     "StartingServer",

@@ -47,7 +47,12 @@ def dashboard_exprs() -> list[tuple[str, str]]:
 
 def fill_variables(expr: str) -> str:
     """A query as Grafana sends it with every variable at "All"."""
-    return expr.replace("$namespace", ".*").replace("$generationjob", ".*")
+    return (
+        expr.replace("$namespace", ".*")
+        .replace("$generationjob", ".*")
+        .replace("$generator_job", "draftgen-generator")
+        .replace("$sglang_job", "draftgen-sglang")
+    )
 
 
 def _metric_names(expr: str) -> set[str]:
@@ -63,6 +68,12 @@ def _metric_names(expr: str) -> set[str]:
 
 def _contract_metrics() -> set[str]:
     return {m.name for m in metrics.ALL}
+
+
+def _operator_metrics() -> set[str]:
+    from draftgen.controller import metrics as operator_metrics
+
+    return {family.name for family in operator_metrics.REGISTRY.collect()}
 
 
 def test_dashboard_has_the_panels_the_issue_asks_for():
@@ -108,7 +119,18 @@ def test_panels_are_well_formed_and_do_not_overlap():
         refs = [t["refId"] for t in p["targets"]]
         assert len(refs) == len(set(refs)), p["title"]
     variables = {v["name"] for v in DASHBOARD["templating"]["list"]}
-    assert variables == {"datasource", "namespace", "generationjob"}
+    assert variables == {"datasource", "generator_job", "sglang_job", "namespace", "generationjob"}
+
+
+def test_the_job_label_is_a_variable_not_hard_coded():
+    """Issue 30, item 12: a Prometheus that scrapes draftgen under other job names picks them in
+    the dashboard; the defaults are the chart's PodMonitors' job labels."""
+    for title, target in ((p["title"], t) for p in PANELS for t in p["targets"]):
+        assert 'job="' not in target["expr"], title
+    jobs = {v["name"]: v for v in DASHBOARD["templating"]["list"]}
+    assert jobs["generator_job"]["current"]["value"] == "draftgen-generator"
+    assert jobs["sglang_job"]["current"]["value"] == "draftgen-sglang"
+    assert jobs["generator_job"]["query"]["query"] == "label_values(draftgen_job_done, job)"
 
 
 def test_every_metric_read_is_promised_by_its_producer():
@@ -118,7 +140,9 @@ def test_every_metric_read_is_promised_by_its_producer():
     exprs += [r["expr"] for g in ALERTS["groups"] for r in g["rules"]]
     for expr in exprs:
         for name in _metric_names(expr):
-            if name.startswith("draftgen_"):
+            if name.startswith("draftgen_operator_"):
+                assert name in _operator_metrics(), f"{name} is not in operator/metrics.py"
+            elif name.startswith("draftgen_"):
                 assert name in contract, f"{name} is not in draftgen/contract/metrics.py"
             elif name.startswith("sglang:"):
                 assert name in SGLANG_METRICS, name

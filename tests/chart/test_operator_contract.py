@@ -42,7 +42,8 @@ def test_every_chart_variable_is_an_operator_setting(case):
 def test_default_values_reach_the_operator():
     s = _settings(render())
     values = yaml.safe_load((CHART / "values.yaml").read_text())
-    assert s.namespaces == ()
+    # Namespaced by default: the release's namespace only (cluster-wide is operator.clusterWide).
+    assert s.namespaces == ("draftgen",)
     assert s.peering_name == "dg-draftgen"
     assert s.server_image == values["serverDefaults"]["image"]
     assert s.server_tensor_parallel_size == values["serverDefaults"]["tensorParallelSize"]
@@ -56,13 +57,14 @@ def test_default_values_reach_the_operator():
     )
     assert s.webhook is False
     assert s.handler_threads == values["operator"]["handlerThreads"] == 32
-    # No policy by default (everything allowed); the operator's namespace for the NetworkPolicy.
-    assert (s.allowed_image_prefixes, s.allowed_claims, s.allowed_secrets, s.secret_label) == (
-        (),
-        (),
-        (),
-        "",
+    assert s.stuck_pod_seconds == values["operator"]["stuckPodSeconds"] == 1800
+    # Out of the box only the chart's own image and the pinned SGLang image may run; claims
+    # and Secrets are left open; the operator's namespace for the NetworkPolicy.
+    assert s.allowed_image_prefixes == (
+        "ghcr.io/draftgen/draftgen:0.1.0",
+        values["serverDefaults"]["image"],
     )
+    assert (s.allowed_claims, s.allowed_secrets, s.secret_label) == ((), (), "")
     assert (s.operator_namespace, s.monitoring_namespace) == ("draftgen", "")
 
 
@@ -90,6 +92,8 @@ def test_non_default_values_reach_the_operator():
     assert s.webhook is True and s.webhook_port == 8443
     assert s.webhook_host == "drafts-webhook.draftgen.svc"
     assert s.webhook_certfile and s.webhook_pkeyfile
+    # Registered as a `service:` clientConfig on the Service's port, not the container's.
+    assert (s.webhook_service_name, s.webhook_service_namespace) == ("drafts-webhook", "draftgen")
     assert s.allowed_image_prefixes == ("lmsysorg/sglang:", "registry.example.com/ml/")
     assert s.allowed_claims == ("models", "datasets", "drafter-*")
     assert s.allowed_secrets == ("hf-token",)
@@ -132,7 +136,7 @@ def test_servers_in_the_pod_listen_where_they_are_reached():
 
 def test_peering_object_is_the_one_the_operator_joins():
     docs = render()
-    assert one(docs, "ClusterKopfPeering")["metadata"]["name"] == _settings(docs).peering_name
+    assert one(docs, "KopfPeering")["metadata"]["name"] == _settings(docs).peering_name
     docs = render(full_values())
     peerings = of_kind(docs, "KopfPeering")
     assert {p["metadata"]["namespace"] for p in peerings} == set(_settings(docs).namespaces)
@@ -228,3 +232,17 @@ def test_pod_monitors_select_the_operator_pods_on_their_metrics_ports():
 def test_alerts_name_the_operator_containers():
     alerts = (CHART / "files" / "alerts.yaml").read_text()
     assert f'container="{names.SERVER_CONTAINER}"' in alerts
+
+
+@pytest.mark.parametrize("service_port", [None, 8443])
+def test_the_webhook_is_registered_on_the_port_its_service_listens_on(service_port):
+    webhook = {"enabled": True, "certSecret": "t"}
+    if service_port:
+        webhook["servicePort"] = service_port
+    docs = render({"operator": {"webhook": webhook}})
+    s = _settings(docs)
+    (service,) = [d for d in of_kind(docs, "Service") if d["metadata"]["name"].endswith("-webhook")]
+    assert service["metadata"]["name"] == s.webhook_service_name
+    assert service["metadata"]["namespace"] == s.webhook_service_namespace
+    assert service["spec"]["ports"][0]["port"] == s.webhook_service_port == (service_port or 443)
+    assert service["spec"]["ports"][0]["targetPort"] == "webhook"

@@ -61,7 +61,7 @@ def _paused(identity: str, priority: int, status: dict, name: str) -> bool:
 @pytest.fixture(scope="module")
 def peering_name() -> str:
     docs = render()
-    return one(docs, "ClusterKopfPeering")["metadata"]["name"]
+    return one(docs, "KopfPeering")["metadata"]["name"]
 
 
 def test_replicas_get_distinct_priorities_and_the_older_one_wins():

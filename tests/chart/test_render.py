@@ -54,10 +54,10 @@ def test_defaults_install_the_operator_only(rendered):
             "Deployment": 1,
             "ServiceAccount": 1,
             "Service": 1,
-            "ClusterRole": 2,
-            "ClusterRoleBinding": 2,
+            "Role": 1,
+            "RoleBinding": 1,
             "PodDisruptionBudget": 1,
-            "ClusterKopfPeering": 1,
+            "KopfPeering": 1,
         }
     )
 
@@ -90,13 +90,16 @@ def test_each_toggle_adds_exactly_its_objects(rendered):
     assert added["only-podMonitor-sglang"] == Counter({"PodMonitor": 1})
     assert added["only-prometheusRule"] == Counter({"PrometheusRule": 1})
     assert added["only-grafanaDashboard"] == Counter({"ConfigMap": 1})
-    assert added["only-webhook"] == Counter({"Service": 1})
+    # The webhook's configurations are cluster-scoped: its ClusterRole comes with it.
+    assert added["only-webhook"] == Counter(
+        {"Service": 1, "ClusterRole": 1, "ClusterRoleBinding": 1}
+    )
     assert added["only-generationJobs"] == Counter({"GenerationJob": 1})
     assert "PodDisruptionBudget" not in Counter(d["kind"] for d in rendered["only-one-replica"])
-    assert not {"ClusterRole", "ClusterRoleBinding", "ServiceAccount"} & {
+    assert not {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount"} & {
         d["kind"] for d in rendered["only-no-rbac-no-sa"]
     }
-    assert "ClusterKopfPeering" not in {d["kind"] for d in rendered["only-no-peering-object"]}
+    assert "KopfPeering" not in {d["kind"] for d in rendered["only-no-peering-object"]}
 
 
 def test_chart_ships_the_crds_kopf_and_the_operator_need():

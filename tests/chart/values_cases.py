@@ -39,6 +39,7 @@ def full_values() -> dict[str, Any]:
             "watchNamespaces": ["drafters", "research"],
             "policy": {
                 "allowedImagePrefixes": ["lmsysorg/sglang:", "registry.example.com/ml/"],
+                "allowChartImages": False,
                 "allowedClaims": ["models", "datasets", "drafter-*"],
                 "allowedSecrets": ["hf-token"],
                 "secretLabel": "draftgen.io/usable=true",
@@ -131,5 +132,6 @@ TOGGLES: dict[str, dict[str, Any]] = {
     "one-replica": {"operator": {"replicas": 1}},
     "no-rbac-no-sa": {"rbac": {"create": False}, "serviceAccount": {"create": False}},
     "no-peering-object": {"operator": {"peering": {"create": False}}},
-    "generationJobs": {"generationJobs": [kimi_job()]},
+    # In the release's namespace, the one the operator serves by default.
+    "generationJobs": {"generationJobs": [{**kimi_job(), "namespace": "draftgen"}]},
 }

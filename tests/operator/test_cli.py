@@ -41,6 +41,11 @@ def test_operator_command_serves_liveness_and_metrics_and_handles_jobs(cluster: 
         wait_for(lambda: cluster.deployment("kimi-server-0"), "the server Deployment")
         text = operator_metrics(metrics, 'draftgen_operator_jobs{phase="StartingServer"} 1.0')
         assert "draftgen_operator_reconcile_duration_seconds_count" in text
+        # Each job's phase, for alerts on a failed or stuck job (issue 30, item 12).
+        assert (
+            f'draftgen_operator_job_phase{{generationjob="kimi",namespace="{cluster.ns}",'
+            'phase="StartingServer"} 1.0'
+        ) in text
         assert 'draftgen_operator_reconcile_errors_total{kind="api"}' not in text
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -17,7 +17,7 @@ from draftgen.controller.render.network import network_policy
 from draftgen.controller.settings import OperatorSettings
 from draftgen.controller.validate import admission_problems
 
-from .harness import CORE, Cluster, example_job
+from .harness import CORE, Cluster, example_job, wait_for
 
 NS = "drafters"
 NETWORKING = "/apis/networking.k8s.io/v1"
@@ -134,8 +134,8 @@ def _secret(cluster: Cluster, name: str, labels: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     ("secret", "labels", "why"),
     [
-        ("db-password", {"app": "db"}, "does not carry the label draftgen.io/usable=true"),
-        ("nowhere", None, "does not exist"),
+        ("db-password", {"app": "db"}, "does not exist or does not carry the label"),
+        ("nowhere", None, "does not exist or does not carry the label"),
     ],
 )
 def test_a_secret_without_the_policys_label_is_refused_at_reconcile_and_admission(
@@ -163,6 +163,47 @@ def test_a_labelled_secret_is_accepted(cluster: Cluster) -> None:
     cluster.apply(_job(lambda s: s["model"].update(hfTokenSecret={"name": "hf", "key": "token"})))
     status = _step(Reconciler(Kube(cluster.emu.url, backoff=0.01), settings))
     assert status["phase"] == "StartingServer"
+
+
+def _secret_requests(cluster: Cluster) -> list[dict]:
+    return [
+        r
+        for r in cluster.emu.requests()
+        if r["plural"] == "secrets" and r["agent"].startswith("draftgen-operator")
+    ]
+
+
+def test_the_secret_label_is_watched_in_the_jobs_namespace_not_polled(cluster: Cluster) -> None:
+    """Issue 30, item 10: the labelled Secrets of the job's namespace are listed once and then
+    watched (each request with the label selector, none cluster-wide), reconciles read the
+    cache, and a label removed reaches it through the watch: the next reconcile refuses the
+    Secret, with no new request for it."""
+    _secret(cluster, "hf", {"draftgen.io/usable": "true"})
+    settings = _settings(secret_label="draftgen.io/usable=true")
+    cluster.apply(_job(lambda s: s["model"].update(hfTokenSecret={"name": "hf", "key": "token"})))
+    rec = Reconciler(Kube(cluster.emu.url, backoff=0.01), settings)
+    assert _step(rec)["phase"] == "StartingServer"
+    wait_for(lambda: any(r["action"] == "watch" for r in _secret_requests(cluster)), "the watch")
+    for _ in range(3):
+        assert _step(rec)["phase"] == "StartingServer"
+    requests = _secret_requests(cluster)
+    assert [r["action"] for r in requests] == ["list", "watch"]
+    for r in requests:
+        assert r["namespace"] == NS and r["name"] is None
+        assert r["params"]["labelSelector"] == "draftgen.io/usable=true"
+    cluster.emu.patch(
+        CORE, "secrets", NS, "hf", {"metadata": {"labels": {"draftgen.io/usable": None}}}
+    )
+
+    def refused() -> str | None:
+        spec_valid = next(c for c in _step(rec)["conditions"] if c["type"] == "SpecValid")
+        return spec_valid["status"] == "False" and spec_valid["message"]
+
+    # A running job keeps its last accepted spec, and says the Secret is refused now.
+    assert "rule policy.secretLabel: draftgen.io/usable=true" in wait_for(
+        refused, "the refusal after the label went"
+    )
+    assert len(_secret_requests(cluster)) == 2
 
 
 def test_the_network_policy_admits_only_generator_operator_and_monitoring() -> None:

@@ -40,20 +40,38 @@ NETWORKING = "/apis/networking.k8s.io/v1"
 ADMISSION_ONLY = {("draftgen.io", "generationjobs/finalizers", "update")}
 
 
-def chart_grants(values: dict) -> tuple[Grant, ...]:
-    """What the chart's roles and bindings grant its ServiceAccount."""
-    docs = render_chart({"operator": values})
-    roles = {d["metadata"]["name"]: tuple(d["rules"]) for d in docs if d["kind"] == "ClusterRole"}
+def chart_grants(values: dict, release_namespace: str = "draftgen") -> tuple[Grant, ...]:
+    """What the chart's roles and bindings grant its ServiceAccount, as a real API server reads
+    them: a ClusterRole's rules everywhere through a ClusterRoleBinding, or in one namespace
+    through a RoleBinding; a Role's only in its own namespace, and only through a RoleBinding
+    there."""
+    docs = render_chart({"operator": values}, namespace=release_namespace)
+    sa = {**SA, "namespace": release_namespace}
+    cluster_roles = {
+        d["metadata"]["name"]: tuple(d["rules"]) for d in docs if d["kind"] == "ClusterRole"
+    }
+    roles = {
+        (d["metadata"]["namespace"], d["metadata"]["name"]): tuple(d["rules"])
+        for d in docs
+        if d["kind"] == "Role"
+    }
     out = []
     for binding in docs:
-        if binding["kind"] in ("ClusterRoleBinding", "RoleBinding") and SA in binding["subjects"]:
-            namespace = binding["metadata"].get("namespace")
-            out.append(
-                Grant(
-                    roles[binding["roleRef"]["name"]],
-                    None if binding["kind"] == "ClusterRoleBinding" else frozenset({namespace}),
-                )
-            )
+        if (
+            binding["kind"] not in ("ClusterRoleBinding", "RoleBinding")
+            or sa not in binding["subjects"]
+        ):
+            continue
+        ref = binding["roleRef"]
+        if binding["kind"] == "ClusterRoleBinding":
+            assert ref["kind"] == "ClusterRole", "a ClusterRoleBinding can only name a ClusterRole"
+            out.append(Grant(cluster_roles[ref["name"]], None))
+            continue
+        namespace = binding["metadata"]["namespace"]
+        rules = (
+            roles[(namespace, ref["name"])] if ref["kind"] == "Role" else cluster_roles[ref["name"]]
+        )
+        out.append(Grant(rules, frozenset({namespace})))
     return tuple(out)
 
 
@@ -62,10 +80,13 @@ def enforcing(monkeypatch) -> Iterator:
     """Start an emulator that authorizes the operator with the chart's RBAC for `values`."""
     started: list[EmulatorThread] = []
 
-    def start(values: dict) -> Cluster:
+    def start(values: dict, release_namespace: str = "draftgen") -> Cluster:
         monkeypatch.setenv("KUBECONFIG", str(_KUBECONFIG))
+        grants = chart_grants(values, release_namespace)
         emu = EmulatorThread(
-            _KUBECONFIG.parent, kubeconfig=_KUBECONFIG, rbac=Rbac(chart_grants(values))
+            _KUBECONFIG.parent,
+            kubeconfig=_KUBECONFIG,
+            rbac=Rbac(grants, user=f"system:serviceaccount:{release_namespace}:dg-draftgen"),
         ).start()
         started.append(emu)
         return Cluster(emu, NS)
@@ -154,7 +175,7 @@ def _check(cluster: Cluster, rules: list[dict]) -> None:
 
 
 def test_every_namespace(enforcing) -> None:
-    cluster = enforcing({})
+    cluster = enforcing({"clusterWide": True})
     _cluster_peering(cluster)
     with running_operator(("--all-namespaces", "--peering", "draftgen")):
         _lifecycle(cluster)
@@ -163,6 +184,32 @@ def test_every_namespace(enforcing) -> None:
 
 def test_chosen_namespaces(enforcing, monkeypatch) -> None:
     cluster = enforcing({"watchNamespaces": [NS]})
+    _namespaced(cluster, monkeypatch)
+    with running_operator(("--namespace", NS, "--peering", "draftgen")):
+        _lifecycle(cluster)
+    _check(cluster, rbac.rules(all_namespaces=False, webhook=False))
+
+
+def test_the_default_serves_the_release_namespace_only(enforcing, monkeypatch) -> None:
+    """The chart's defaults, installed in the jobs' namespace: a Role there, nothing elsewhere.
+    The full lifecycle works, and the operator's rights stop at that namespace: creating a
+    Deployment in kube-system is refused as a real API server refuses it."""
+    cluster = enforcing({}, release_namespace=NS)
+    _namespaced(cluster, monkeypatch)
+    with running_operator(("--namespace", NS, "--peering", "draftgen")):
+        _lifecycle(cluster)
+    _check(cluster, rbac.rules(all_namespaces=False, webhook=False))
+    rsp = cluster.emu.http.post(
+        "/apis/apps/v1/namespaces/kube-system/deployments",
+        json={"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}},
+        headers={"User-Agent": "draftgen-operator"},
+    )
+    assert rsp.status_code == 403
+    assert 'in the namespace "kube-system"' in rsp.json()["message"]
+
+
+def _namespaced(cluster: Cluster, monkeypatch) -> None:
+    """The operator serving NS only, with its KopfPeering there (as the chart creates it)."""
     monkeypatch.setattr(state, "SETTINGS", dataclasses.replace(state.SETTINGS, namespaces=(NS,)))
     cluster.emu.create(
         PEERINGS,
@@ -174,13 +221,12 @@ def test_chosen_namespaces(enforcing, monkeypatch) -> None:
             "metadata": {"name": "draftgen", "namespace": NS},
         },
     )
-    with running_operator(("--namespace", NS, "--peering", "draftgen")):
-        _lifecycle(cluster)
-    _check(cluster, rbac.rules(all_namespaces=False, webhook=False))
 
 
 def test_webhook_on(enforcing, monkeypatch) -> None:
-    cluster = enforcing({"webhook": {"enabled": True, "certSecret": "webhook-tls"}})
+    cluster = enforcing(
+        {"clusterWide": True, "webhook": {"enabled": True, "certSecret": "webhook-tls"}}
+    )
     plain_webhook(monkeypatch)
     _cluster_peering(cluster)
     admission = "/apis/admissionregistration.k8s.io/v1"
@@ -211,7 +257,7 @@ def test_webhook_on(enforcing, monkeypatch) -> None:
 
 def test_secret_label_policy(enforcing, monkeypatch) -> None:
     """policy.secretLabel: the one mode in which the operator reads a Secret (its labels)."""
-    cluster = enforcing({"policy": {"secretLabel": "draftgen.io/usable=true"}})
+    cluster = enforcing({"clusterWide": True, "policy": {"secretLabel": "draftgen.io/usable=true"}})
     monkeypatch.setattr(
         state,
         "SETTINGS",
@@ -249,7 +295,7 @@ def _without_finalizers(rbac_: Rbac) -> Rbac:
 def test_blocking_owner_references_need_the_finalizers_grant(enforcing) -> None:
     """The emulator's admission rule itself: without the grant, a child is refused as
     OpenShift refuses it."""
-    cluster = enforcing({})
+    cluster = enforcing({"clusterWide": True})
     emu = cluster.emu
     assert emu.rbac is not None
     emu.emulator.rbac = _without_finalizers(emu.rbac)
@@ -294,7 +340,7 @@ def test_every_kind_kopf_manages_is_granted_or_excluded_with_a_reason() -> None:
 def test_a_refused_call_is_reported_on_the_job(enforcing) -> None:
     """Where the rules fall short (here: no finalizers grant under the admission plugin), the
     user sees why on the GenerationJob (`kubectl describe gj`), not only in the operator's log."""
-    cluster = enforcing({})
+    cluster = enforcing({"clusterWide": True})
     emu = cluster.emu
     assert emu.rbac is not None
     emu.emulator.rbac = _without_finalizers(emu.rbac)

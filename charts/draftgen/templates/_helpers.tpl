@@ -53,3 +53,27 @@ app.kubernetes.io/component: operator
 {{- define "draftgen.peeringName" -}}
 {{- default (include "draftgen.fullname" .) .Values.operator.peering.name -}}
 {{- end -}}
+
+{{/* Namespaces the operator serves, as a JSON list; [] means every namespace
+(operator.clusterWide, an explicit choice). By default only the release's namespace. */}}
+{{- define "draftgen.watchNamespaces" -}}
+{{- if .Values.operator.clusterWide -}}
+{{- if .Values.operator.watchNamespaces -}}
+{{- fail "operator.clusterWide: true serves every namespace: leave operator.watchNamespaces empty, or set operator.clusterWide: false to serve only those namespaces" -}}
+{{- end -}}
+[]
+{{- else -}}
+{{- toJson (default (list .Release.Namespace) .Values.operator.watchNamespaces) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Images a GenerationJob may run (operator.policy): the admin's prefixes, plus the chart's
+own images unless policy.allowChartImages is off. Empty allows every image. */}}
+{{- define "draftgen.allowedImagePrefixes" -}}
+{{- $prefixes := .Values.operator.policy.allowedImagePrefixes -}}
+{{- if .Values.operator.policy.allowChartImages -}}
+{{- $prefixes = concat $prefixes (list (include "draftgen.image" .) .Values.serverDefaults.image) -}}
+{{- with .Values.generator.image }}{{ $prefixes = append $prefixes . }}{{ end -}}
+{{- end -}}
+{{- join "," (uniq $prefixes) -}}
+{{- end -}}

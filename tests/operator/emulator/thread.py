@@ -91,10 +91,18 @@ class EmulatorThread:
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(10)
 
+    def route_service(self, namespace: str, name: str, port: int, url: str) -> None:
+        """Play a Service for the admission webhooks: `namespace/name:port` reaches `url`."""
+
+        def add():
+            self.emulator.routes.setdefault((namespace, name), {})[port] = url  # type: ignore[union-attr]
+
+        self.call(add)
+
     def requests(self) -> list[dict[str, Any]]:
         """Every Kubernetes request so far: arrival time (epoch seconds), method, action, group,
-        plural, subresource, namespace, name (or the created object's name), user agent, and
-        the body as sent (`data`)."""
+        plural, subresource, namespace, name (or the created object's name), user agent, query
+        parameters (`params`), and the body as sent (`data`)."""
 
         def collect():
             out = []
@@ -115,6 +123,7 @@ class EmulatorThread:
                         "namespace": r.namespace,
                         "name": name,
                         "agent": r.headers.get("User-Agent", ""),
+                        "params": dict(r.params),
                         "data": r.data,
                     }
                 )
