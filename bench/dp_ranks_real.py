@@ -13,7 +13,7 @@ own admission (auto). The server's prefix cache is flushed between clients.
 Per client, from the server's `dp_rank`-labelled `/metrics` sampled every 0.5 s over the steady
 middle of its run (from 10 % to 70 % of its duration): KV usage and queue per rank, the tokens
 the ranks prefilled beyond the prompts (a retracted request is prefilled again), and completion
-tok/s over the whole run.
+tok/s, all from the first request sent to the last answered (a client's start-up left out).
 
     .cache/venv/bin/python bench/dp_ranks_real.py [--pairs N] [--pool T] [--concurrency C]
 """
@@ -152,11 +152,18 @@ def generate(url: str, job: Path, out: Path) -> str:
     return "draftgen " + " ".join(args).replace(str(REPO) + "/", "")
 
 
-def completion_tokens(out: Path) -> int:
-    return sum(
-        json.loads(line)["completion_tokens"]
+def span_of_records(out: Path) -> tuple[int, float, float]:
+    """Completion tokens of the run's records, the first one's sending and the last one's answer
+    (the generator's own start-up, tokenizer and server checks left out, as a client's are)."""
+    recs = [
+        json.loads(line)
         for shard in sorted((out / "mixed").glob("shard-*.jsonl"))
         for line in open(shard)
+    ]
+    return (
+        sum(r["completion_tokens"] for r in recs),
+        min(r["meta"]["created_at"] - r["meta"]["e2e_latency"] for r in recs),
+        max(r["meta"]["created_at"] for r in recs),
     )
 
 
@@ -167,13 +174,12 @@ def measure(
     run: Any,
     prompt_tokens: int,
 ) -> list[Any]:
-    """Run `run()` (returns completion tokens) while sampling the ranks; one row."""
+    """Run `run()` (returns completion tokens and the span of its requests: first sent, last
+    answered) while sampling the ranks; one row."""
     flush_cache(url)
     with RankSampler(url) as sampler:
         before = sampler.read()
-        start = time.time()
-        tokens = run()
-        end = time.time()
+        tokens, start, end = run()
         after = sampler.read()
     a, b = start + STEADY[0] * (end - start), start + STEADY[1] * (end - start)
     usage = [sampler.mean(r, "token_usage", a, b) for r in (0, 1)]
@@ -239,7 +245,7 @@ def main() -> None:
             ) as server:
                 url = server.url
 
-                def fixed(url: str = url) -> int:
+                def fixed(url: str = url) -> tuple[int, float, float]:
                     done = asyncio.run(
                         run_fixed(
                             url,
@@ -249,19 +255,19 @@ def main() -> None:
                             ignore_eos=False,
                         )
                     )
-                    return done.completion_tokens
+                    return done.completion_tokens, done.start, done.end
 
                 result.rows.append(
                     measure("fixed client", f"SGLang {method}", url, fixed, prompt_tokens)
                 )
                 if method == METHODS[0]:
 
-                    def draftgen(url: str = url) -> int:
+                    def draftgen(url: str = url) -> tuple[int, float, float]:
                         nonlocal command
                         out = work / "out"
                         shutil.rmtree(out, ignore_errors=True)
                         command = generate(url, job, out)
-                        return completion_tokens(out)
+                        return span_of_records(out)
 
                     result.rows.insert(
                         0,
