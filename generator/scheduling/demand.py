@@ -17,7 +17,7 @@ from draftgen.generator.scheduling.room import (
     calibrated_progress,
     kv_moments,
 )
-from draftgen.generator.sglang.fleet import Server
+from draftgen.generator.sglang.fleet import Pool
 
 
 def in_flight_progress(ds: Dataset, speed: float, now: float) -> list[float]:
@@ -53,18 +53,18 @@ def budget_admits_sample(ds: Dataset, sample: Sample, speed: float, now: float) 
 
 
 def server_views(
-    servers: Sequence[Server],
+    servers: Sequence[Pool],
     datasets: Sequence[Dataset],
     speed: float,
     now: float,
     ended: Mapping[int, Sequence[tuple[float, float]]] | None = None,
 ) -> list[ServerView]:
-    """Each server's view with what our requests on it hold, will still add and may still ask
-    of its pool (oldest sent first: the server runs them first), its live reservation ratio,
-    and what our requests that ended since its last reading freed (`ended`: by `id(server)`,
-    (when, KV tokens held) of each)."""
-    # One row per request in flight: server (its index), when sent, prompt, tokens made, limit,
-    # dataset.
+    """Each KV pool's view (a server's, or one data-parallel rank's: `fleet.Pool`) with what our
+    requests in it hold, will still add and may still ask of it (oldest sent first: the server
+    runs them first), its live reservation ratio, and what our requests that ended since its
+    last reading freed (`ended`: by `id(pool)`, (when, KV tokens held) of each)."""
+    # One row per request in flight: pool (its index; -1: a pool its server no longer has),
+    # when sent, prompt, tokens made, limit, dataset.
     index = {id(s): i for i, s in enumerate(servers)}
     rows: list[tuple[int, float, float, float, float, int]] = []
     estimates = []
@@ -74,7 +74,7 @@ def server_views(
         for f, m in zip(ds.flights.values(), progress):
             limit = ds.sampling.max_new_tokens
             rows.append(
-                (index[id(f.server)], f.sent_at or now, len(f.sample.input_ids), m, limit, d)
+                (index.get(id(f.pool), -1), f.sent_at or now, len(f.sample.input_ids), m, limit, d)
             )
     table = np.array(rows, dtype=float).reshape(-1, 6)
     made = table[:, 3].copy()
