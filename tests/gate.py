@@ -50,11 +50,16 @@ class Gate:
                     return
                 finally:
                     upstream_conn.close()
-                self.send_response(answer.status)
-                self.send_header("Content-Type", answer.getheader("Content-Type") or "text/plain")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(answer.status)
+                    self.send_header(
+                        "Content-Type", answer.getheader("Content-Type") or "text/plain"
+                    )
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client went (a killed run): nobody to answer
+                    self.close_connection = True
 
             def do_GET(self) -> None:
                 self._forward("GET")
