@@ -45,7 +45,13 @@ docker:
 image:
 	PYTHON_IMAGE=$(PYTHON_IMAGE) bash scripts/docker/image.sh
 
-setup: venv sglang models trainers system docker
+# The parts are independent but for two orderings (the models are built with SGLang's
+# environment; Debian's packages are installed one apt run at a time), so they run side by side:
+# most of the time is pip and debootstrap waiting on disk and network, not on the 2 cores.
+docker: system
+SETUP_PARTS := venv sglang models trainers system docker
+setup:
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(SETUP_PARTS)
 
 test: setup
 	DRAFTGEN_TEST_STRICT=1 $(PY) -m pytest -q $(PYTEST_ARGS)

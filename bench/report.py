@@ -25,6 +25,8 @@ ORDER = [
     "saturation",
     "saturation_real",
     "saturation_real_32k",
+    "dp_ranks_real",
+    "dp_ranks_sim",
 ]
 SCRIPTS = {
     "vs_standard_client": "vs_standard_client.py",
@@ -36,6 +38,8 @@ SCRIPTS = {
     "saturation": "saturation.py",
     "saturation_real": "saturation_real.py",
     "saturation_real_32k": "saturation_real.py",
+    "dp_ranks_real": "dp_ranks_real.py",
+    "dp_ranks_sim": "dp_ranks_sim.py",
 }
 VERDICT = {True: "met", False: "**not met**", None: "not measured"}
 

@@ -11,7 +11,7 @@ rm -rf .cache/bench/results
 mkdir -p .cache/bench/results
 start=$(date +%s)
 failed=()
-for bench in vs_standard_client budget_precision client_cost pretokenize_rate resume_cost operator_reconcile saturation saturation_real; do
+for bench in vs_standard_client budget_precision client_cost pretokenize_rate resume_cost operator_reconcile saturation saturation_real dp_ranks_real dp_ranks_sim; do
   echo
   echo "######## bench/$bench.py"
   t0=$(date +%s)

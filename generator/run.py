@@ -24,12 +24,12 @@ from draftgen.generator.records import generation_record, reject_key, reject_rec
 from draftgen.generator.run_settings import SampleSource, Settings
 from draftgen.generator.scheduling.admission import progress_speed
 from draftgen.generator.scheduling.datasets import Dataset, Flight, cancel_flights, open_datasets
-from draftgen.generator.scheduling.demand import budget_admits_sample, server_view, server_views
+from draftgen.generator.scheduling.demand import budget_admits_sample, server_views
 from draftgen.generator.scheduling.feed import Feed, in_daemon_thread
 from draftgen.generator.scheduling.room import HORIZON, Ready, next_launch
 from draftgen.generator.sglang.attempts import attempt
 from draftgen.generator.sglang.client import Generation, sampling_params
-from draftgen.generator.sglang.fleet import Fleet, RunError, Server, ServersDown
+from draftgen.generator.sglang.fleet import Fleet, Pool, RunError, ServersDown
 from draftgen.generator.telemetry.metrics import GeneratorMetrics, job_labels
 from draftgen.generator.telemetry.progress import Progress, RateMeter, eta_seconds, server_figures
 from draftgen.output.ledger import Ledger
@@ -84,10 +84,12 @@ class Runner:
             completions=job.spec.completion_limits(),
         )
         self.servers = self.fleet.servers
+        self.pools = self.fleet.pools
+        """What admission weighs: every server's KV pools (one per data-parallel rank)."""
         self.datasets: list[Dataset] = []
         self._rates: deque[float] = deque(maxlen=256)
         self._ended: dict[int, deque[tuple[float, float]]] = {}
-        """Per server (`id`): when each of our requests on it ended, and the KV tokens it held
+        """Per pool (`id`): when each of our requests on it ended, and the KV tokens it held
         (what its next `/metrics` reading will show freed)."""
         self._passed: dict[str, int] = {}
         """Per dataset: samples of others sent while its ready one waited (see `send_order`)."""
@@ -161,9 +163,9 @@ class Runner:
         ]
         while ready and not self._stopping:
             views = (
-                server_views(self.servers, self.datasets, speed, now, self._ended)
+                server_views(self.pools, self.datasets, speed, now, self._ended)
                 if conc.mode == "auto"
-                else [server_view(s, now) for s in self.servers]
+                else [p.view(now) for p in self.pools]
             )
             weighed = [
                 Ready(
@@ -187,7 +189,7 @@ class Runner:
                 return  # every server is full, or a sample's turn came: wait for an answer
             ds, sample = ready[launch.position]
             ds.pending = None
-            self._launch(ds, sample, self.servers[launch.server], weighed[launch.position].tokens)
+            self._launch(ds, sample, self.pools[launch.server], weighed[launch.position].tokens)
             self._passed[ds.name] = 0
             for j in launch.waited:  # they wait while this one goes
                 self._passed[ready[j][0].name] = weighed[j].passed + 1
@@ -209,20 +211,21 @@ class Runner:
             return None
         return sample
 
-    def _launch(self, ds: Dataset, sample: Sample, server: Server, tokens: float) -> None:
-        flight = Flight(sample=sample, server=server, tokens=tokens)
+    def _launch(self, ds: Dataset, sample: Sample, pool: Pool, tokens: float) -> None:
+        flight = Flight(sample=sample, server=pool.server, tokens=tokens, pool=pool)
         ds.flights[sample.id] = flight
         ds.in_flight_prompt += len(sample.input_ids)
-        server.in_flight += 1
-        server.in_flight_tokens += tokens
-        self.fleet.update_gauges(server)
+        pool.in_flight += 1
+        pool.in_flight_tokens += tokens
+        self.fleet.update_gauges(pool.server)
         flight.task = asyncio.create_task(self._request(ds, flight))
 
     def _land(self, ds: Dataset, flight: Flight) -> None:
         ds.flights.pop(flight.sample.id, None)
         ds.in_flight_prompt -= len(flight.sample.input_ids)
-        flight.server.in_flight -= 1
-        flight.server.in_flight_tokens -= flight.tokens
+        assert flight.pool is not None
+        flight.pool.in_flight -= 1
+        flight.pool.in_flight_tokens -= flight.tokens
         self.fleet.update_gauges(flight.server)
         self._wake.set()
 
@@ -273,10 +276,12 @@ class Runner:
         record = generation_record(
             ds.name, sample, result, params, flight.server.client.url, attempts, latency
         )
+        if flight.pool is not None and flight.pool.routed_rank is not None:
+            record["meta"]["dp_rank"] = flight.pool.routed_rank  # the rank it was pinned to
         ds.writer.write_record(record)  # raises DiskFull before anything is counted
         ds.state.done_ids.add(sample.id)
         completion = len(result.output_ids)
-        self._ended.setdefault(id(flight.server), deque(maxlen=1024)).append(
+        self._ended.setdefault(id(flight.pool), deque(maxlen=1024)).append(
             (time.monotonic(), len(sample.input_ids) + completion)
         )
         fallback = bool(sample.info.get(TOOL_FALLBACK))
@@ -354,7 +359,7 @@ class Runner:
             [d.ledger for d in self.datasets],
             live=self.settings.live_progress,
             log_format=self.settings.log_format,
-            servers=lambda: server_figures(self.servers),
+            servers=lambda: server_figures(self.pools),
         )
         if self.settings.metrics_port:
             self.metrics.serve(self.settings.metrics_port)

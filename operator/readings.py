@@ -125,12 +125,13 @@ def download_progress(host: str, port: int, timeout: float) -> tuple[int, int | 
 
 
 def server_kv_capacity(host: str, port: int, timeout: float) -> int | None:
-    """`max_total_num_tokens` from SGLang's `/get_server_info` (the KV pool in tokens)."""
+    """The server's KV tokens from SGLang's `/get_server_info`: every data-parallel rank's pool
+    together (its top-level `max_total_num_tokens` is rank 0's only)."""
     rsp = _get(host, port, "/get_server_info", timeout)
     if rsp is None:
         return None
     try:
-        return parse_server_info(rsp.json()).kv_tokens
+        return parse_server_info(rsp.json()).total_kv_tokens
     except ValueError:  # not JSON; ServerInfoError is a ValueError too
         return None
 

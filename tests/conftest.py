@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
@@ -29,6 +30,20 @@ def pytest_runtest_makereport(item, call):
     if _MISSING_SETUP.search(reason):
         report.outcome = "failed"
         report.longrepr = f"set-up missing under make test (DRAFTGEN_TEST_STRICT=1): {reason}"
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored():
+    """The root logger as the test found it. An in-process CLI (`draftgen generate`'s
+    `_setup_logging`, kopf's `configure` under KopfRunner) puts a handler on the root logger that
+    writes to the test's captured stderr; left there, a later record from any thread (the
+    emulator's access log) meets a closed file ("--- Logging error --- ... ValueError: I/O
+    operation on closed file" in the run's output)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
@@ -67,12 +82,35 @@ def tiny_kimi_tiktoken() -> Path:
     return TINY_KIMI_TIKTOKEN
 
 
+# The shared server starts loading as soon as the run is known to need it, in its own process,
+# while the tests before the first that uses it run beside it (its 20 s start-up on one core).
+_early_server: SGLangServer | None = None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    global _early_server
+    wanted = any("sglang_server" in getattr(item, "fixturenames", ()) for item in session.items)
+    if (
+        not wanted
+        or session.config.option.collectonly
+        or os.environ.get("DRAFTGEN_TEST_SGLANG_URL")
+        or not (SGLANG_VENV / "bin" / "python").exists()
+        or not (TINY_KIMI / "config.json").exists()
+    ):
+        return
+    _early_server = SGLangServer(TINY_KIMI, max_total_tokens=SGLANG_TEST_MAX_TOTAL_TOKENS)
+    _early_server.start(wait=False)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _early_server is not None:  # started for tests that did not run (-x, a deselection)
+        _early_server.stop()
+
+
 @pytest.fixture(scope="session")
 def sglang_server(tiny_kimi: Path):
     """A tiny-kimi SGLang server (`.url`), started once per session and stopped at its end.
     DRAFTGEN_TEST_SGLANG_URL points the tests at an already running server instead."""
-    import os
-
     url = os.environ.get("DRAFTGEN_TEST_SGLANG_URL")
     if url:
 
@@ -85,5 +123,12 @@ def sglang_server(tiny_kimi: Path):
         return
     if not (SGLANG_VENV / "bin" / "python").exists():
         pytest.skip(f"{SGLANG_VENV} is missing: run `make sglang`")
+    if _early_server is not None and _early_server.is_running():
+        _early_server.wait_healthy()
+        try:
+            yield _early_server
+        finally:
+            _early_server.stop()
+        return
     with SGLangServer(tiny_kimi, max_total_tokens=SGLANG_TEST_MAX_TOTAL_TOKENS) as server:
         yield server

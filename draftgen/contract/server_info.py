@@ -5,6 +5,12 @@ The body is every server argument at the top level plus the scheduler's figures
 data-parallel rank (`effective_max_running_requests_per_dp`, and in some versions the KV pool
 `max_total_num_tokens` only there). The generator sizes its admission with it; the operator shows
 the KV pool in `status.server.maxTotalNumTokens`.
+
+With data parallelism (`--dp-size d`, or data-parallel attention) SGLang runs d schedulers with a
+KV pool each; the top-level `max_total_num_tokens` is rank 0's pool only, and each entry of
+`internal_states` carries its own rank's (`memory_usage.token_capacity`). The entries carry no
+rank number: the i-th is taken as rank i (the pools are normally equal; the `dp_rank`-labelled
+`sglang:max_total_num_tokens` on `/metrics` tells them apart when they are not).
 """
 
 from __future__ import annotations
@@ -41,6 +47,28 @@ class ServerInfo:
     """Prompt plus completion at most; SGLang refuses a request whose prompt plus
     `max_new_tokens` exceeds it. `context_length` here when the server was started with
     `--context-length`, else `max_model_len` from `/v1/models` (see `model_len`)."""
+    ranks: tuple[RankInfo, ...] = ()
+    """One per data-parallel rank, when `internal_states` lists more than one (each its own
+    scheduler and KV pool); empty for a server with one."""
+
+    @property
+    def total_kv_tokens(self) -> int | None:
+        """The server's KV tokens: every data-parallel rank's pool together (a request lives in
+        one of them), or its one pool. What `status.server.maxTotalNumTokens` shows."""
+        pools = [r.kv_tokens for r in self.ranks]
+        if pools and all(p is not None for p in pools):
+            return sum(p for p in pools if p is not None)
+        return self.kv_tokens
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """One data-parallel rank's scheduler, from its `internal_states` entry."""
+
+    kv_tokens: int | None
+    """Its own KV pool (`memory_usage.token_capacity`)."""
+    max_running_requests: int | None
+    """`effective_max_running_requests_per_dp`."""
 
 
 def _positive_int(value: Any) -> int | None:
@@ -77,6 +105,16 @@ def parse_server_info(body: Any) -> ServerInfo:
         max_prompt_tokens=_below(_positive_int(body.get("max_req_input_len"))),
         skip_tokenizer_init=bool(body.get("skip_tokenizer_init")),
         context_length=_positive_int(body.get("context_length")),
+        ranks=tuple(_rank(s) for s in states) if len(states) > 1 else (),
+    )
+
+
+def _rank(state: dict[str, Any]) -> RankInfo:
+    memory = state.get("memory_usage")
+    capacity = memory.get("token_capacity") if isinstance(memory, dict) else None
+    return RankInfo(
+        kv_tokens=_positive_int(capacity) or _positive_int(state.get("max_total_num_tokens")),
+        max_running_requests=_positive_int(state.get("effective_max_running_requests_per_dp")),
     )
 
 

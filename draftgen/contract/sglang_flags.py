@@ -68,6 +68,8 @@ class SGLangFlag(enum.StrEnum):
     CUDA_GRAPH_BACKEND_DECODE = "--cuda-graph-backend-decode"
     CUDA_GRAPH_BACKEND_PREFILL = "--cuda-graph-backend-prefill"
     SLEEP_ON_IDLE = "--sleep-on-idle"
+    LOAD_BALANCE_METHOD = "--load-balance-method"
+    """How SGLang dispatches requests over its data-parallel ranks (bench/dp_ranks_real.py)."""
 
     @property
     def dest(self) -> str:

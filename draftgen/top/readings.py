@@ -69,6 +69,36 @@ def parse_server_page(text: str, name: str) -> ServerReading:
     )
 
 
+def parse_server_ranks(text: str, name: str) -> list[ServerReading]:
+    """An SGLang `/metrics` page as one reading per data-parallel rank (`dp_rank`: a KV pool and
+    a queue each, named "NAME rank R") when it reports several; else `parse_server_page`'s one.
+    Usage high on one rank and a queue on another is no rank's saturation."""
+    ranks: dict[str, dict[str, float]] = {}
+    for family in names.families(text):
+        for s in family.samples:
+            rank = s.labels.get("dp_rank")
+            if rank is not None and s.name in (
+                saturation.TOKEN_USAGE,
+                saturation.QUEUE,
+                saturation.RUNNING,
+            ):
+                values = ranks.setdefault(rank, {})
+                values[s.name] = max(values.get(s.name, s.value), s.value)
+    if len(ranks) < 2:
+        return [parse_server_page(text, name)]
+    return [
+        ServerReading(
+            name=f"{name} rank {rank}",
+            token_usage=values.get(saturation.TOKEN_USAGE),
+            running=values.get(saturation.RUNNING),
+            queued=values.get(saturation.QUEUE),
+        )
+        for rank, values in sorted(
+            ranks.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else -1
+        )
+    ]
+
+
 def _budget(raw: Any) -> Budget:
     raw = raw if isinstance(raw, dict) else {}
     return Budget(

@@ -43,16 +43,17 @@ class Source(Protocol):
     def close(self) -> None: ...
 
 
-def _server_page(client: httpx.Client, url: str) -> ServerReading:
+def _server_page(client: httpx.Client, url: str) -> list[ServerReading]:
+    """A server's readings: one, or one per data-parallel rank."""
     metrics_url = url.rstrip("/") + "/metrics"
     try:
         rsp = client.get(metrics_url)
         rsp.raise_for_status()
-        return readings.parse_server_page(rsp.text, url)
+        return readings.parse_server_ranks(rsp.text, url)
     except httpx.HTTPError as err:
-        return ServerReading(url, error=f"{type(err).__name__}: {err}"[:200])
+        return [ServerReading(url, error=f"{type(err).__name__}: {err}"[:200])]
     except PageError as err:
-        return ServerReading(url, error=str(err)[:200])
+        return [ServerReading(url, error=str(err)[:200])]
 
 
 class DirectorySource:
@@ -64,7 +65,7 @@ class DirectorySource:
     def read(self) -> Snapshot:
         now = time.time()
         source = str(self.directory)
-        servers = tuple(_server_page(self._http, url) for url in self.servers)
+        servers = tuple(r for url in self.servers for r in _server_page(self._http, url))
         path = job_manifest(self.directory)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -120,7 +121,7 @@ class MetricsSource:
             self.url,
             now,
             datasets=tuple(page.datasets),
-            servers=tuple(_server_page(self._http, u) for u in urls),
+            servers=tuple(r for u in urls for r in _server_page(self._http, u)),
             throughput=page.throughput,
             eta_seconds=page.eta_seconds,
             job_done=page.job_done,
@@ -240,10 +241,10 @@ class ClusterSource:
             replica = (pod["metadata"].get("labels") or {}).get(names.REPLICA_LABEL)
             label = f"replica {replica} ({name})" if replica is not None else name
             try:
-                got = readings.parse_server_page(self._proxy(name, int(port), "metrics"), label)
+                got = readings.parse_server_ranks(self._proxy(name, int(port), "metrics"), label)
             except (KubeError, PageError) as err:
-                got = ServerReading(label, error=str(err)[:200])
-            out.append(got)
+                got = [ServerReading(label, error=str(err)[:200])]
+            out.extend(got)
         return out
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ from draftgen.contract import layout
 from draftgen.generator.prompts.samples import Sample
 from draftgen.generator.scheduling.admission import LengthModel, budget_admits
 from draftgen.generator.scheduling.feed import Feed
-from draftgen.generator.sglang.fleet import Server
+from draftgen.generator.sglang.fleet import Pool, Server
 from draftgen.generator.telemetry.metrics import GeneratorMetrics
 from draftgen.output.fingerprint import check_fingerprint, dataset_fingerprint
 from draftgen.output.ledger import Ledger
@@ -25,16 +25,23 @@ log = logging.getLogger("draftgen.generate")
 
 @dataclass
 class Flight:
-    """One request on its way: the sample, the server it went to, the tokens it was counted as."""
+    """One request on its way: the sample, the server it went to (and its KV pool there: one
+    data-parallel rank's), the tokens it was counted as."""
 
     sample: Sample
     server: Server
     tokens: float
+    pool: Pool | None = None
+    """The server's first pool unless given."""
     rid: str = ""
     sent_at: float = 0.0
     """`time.monotonic()` when the current attempt was sent."""
     cancelled: bool = False
     task: asyncio.Task | None = None
+
+    def __post_init__(self) -> None:
+        if self.pool is None:
+            self.pool = self.server.pools[0]
 
 
 @dataclass

@@ -17,22 +17,7 @@ from draftgen.generator.scheduling.room import (
     calibrated_progress,
     kv_moments,
 )
-from draftgen.generator.sglang.fleet import Server
-
-
-def server_view(server: Server, now: float) -> ServerView:
-    """The figures the room rules read off one server (its load reading only while fresh)."""
-    load = server.load if server.load is not None and now - server.load.at < 5.0 else None
-    return ServerView(
-        kv_tokens=server.kv_tokens,
-        max_running=server.max_running,
-        in_flight=server.in_flight,
-        in_flight_tokens=server.in_flight_tokens,
-        healthy=server.healthy,
-        queue=load.num_queue_reqs if load else None,
-        running=load.num_running_reqs if load else None,
-        token_usage=load.token_usage if load else None,
-    )
+from draftgen.generator.sglang.fleet import Pool
 
 
 def in_flight_progress(ds: Dataset, speed: float, now: float) -> list[float]:
@@ -68,18 +53,18 @@ def budget_admits_sample(ds: Dataset, sample: Sample, speed: float, now: float) 
 
 
 def server_views(
-    servers: Sequence[Server],
+    servers: Sequence[Pool],
     datasets: Sequence[Dataset],
     speed: float,
     now: float,
     ended: Mapping[int, Sequence[tuple[float, float]]] | None = None,
 ) -> list[ServerView]:
-    """Each server's view with what our requests on it hold, will still add and may still ask
-    of its pool (oldest sent first: the server runs them first), its live reservation ratio,
-    and what our requests that ended since its last reading freed (`ended`: by `id(server)`,
-    (when, KV tokens held) of each)."""
-    # One row per request in flight: server (its index), when sent, prompt, tokens made, limit,
-    # dataset.
+    """Each KV pool's view (a server's, or one data-parallel rank's: `fleet.Pool`) with what our
+    requests in it hold, will still add and may still ask of it (oldest sent first: the server
+    runs them first), its live reservation ratio, and what our requests that ended since its
+    last reading freed (`ended`: by `id(pool)`, (when, KV tokens held) of each)."""
+    # One row per request in flight: pool (its index; -1: a pool its server no longer has),
+    # when sent, prompt, tokens made, limit, dataset.
     index = {id(s): i for i, s in enumerate(servers)}
     rows: list[tuple[int, float, float, float, float, int]] = []
     estimates = []
@@ -89,13 +74,13 @@ def server_views(
         for f, m in zip(ds.flights.values(), progress):
             limit = ds.sampling.max_new_tokens
             rows.append(
-                (index[id(f.server)], f.sent_at or now, len(f.sample.input_ids), m, limit, d)
+                (index.get(id(f.pool), -1), f.sent_at or now, len(f.sample.input_ids), m, limit, d)
             )
     table = np.array(rows, dtype=float).reshape(-1, 6)
     made = table[:, 3].copy()
     views = []
     for i, s in enumerate(servers):
-        view = server_view(s, now)
+        view = s.view(now)
         mine = np.flatnonzero(table[:, 0] == i)
         mine = mine[np.argsort(table[mine, 1], kind="stable")]
         since = (

@@ -28,7 +28,8 @@ from draftgen.contract.sglang_scheduler import (
 
 @dataclass(frozen=True, slots=True)
 class ServerView:
-    """What admission knows about one server."""
+    """What admission knows about one server's KV pool (the server's, or one data-parallel rank's
+    when it runs several: each is admitted as a server of its own)."""
 
     kv_tokens: int
     """`max_total_num_tokens` from `/get_server_info`."""
@@ -65,6 +66,10 @@ class ServerView:
     """Their prompt tokens (same order)."""
     max_new: np.ndarray | None = field(default=None, compare=False)
     """Their `max_new_tokens` (same order)."""
+    replica_in_flight: int | None = None
+    """For one data-parallel rank of a server (each rank is a pool of its own, weighed as a
+    server): this generator's requests on the whole server, which `maxRequests` caps. None: the
+    view is the whole server's."""
 
 
 # Decode steps ahead at which the KV a server's requests are expected to hold is weighed: every
@@ -219,7 +224,8 @@ def server_admits(
     the chance it still runs at each step of HORIZON)."""
     if not view.healthy:
         return False
-    if max_requests is not None and view.in_flight >= max_requests:
+    on_server = view.in_flight if view.replica_in_flight is None else view.replica_in_flight
+    if max_requests is not None and on_server >= max_requests:
         return False
     if mode == "fixed":
         return True

@@ -77,7 +77,8 @@ async def attempt(
         flight.rid = f"{base}-{n}"
         started = flight.sent_at = time.monotonic()
         try:
-            result = await server.client.generate(sample.input_ids, params, flight.rid)
+            rank = flight.pool.routed_rank if flight.pool is not None else None
+            result = await server.client.generate(sample.input_ids, params, flight.rid, rank)
         except Aborted as err:
             if flight.cancelled:
                 return None  # we asked for it: nothing partial is written

@@ -5,6 +5,7 @@ says whether a retry can help, so the orchestrator never parses error strings.""
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,6 +122,9 @@ class ServerLoad:
     """What the server reserves of each running request's remaining tokens (admission)."""
     at: float = 0.0
     """`time.monotonic()` when read."""
+    ranks: dict[int, ServerLoad] = field(default_factory=dict, compare=False)
+    """Each data-parallel rank's own gauges (its `dp_rank` label), when the server runs several
+    schedulers: one KV pool each, which the figures above (the largest) do not tell apart."""
 
 
 def sampling_params(spec: SamplingSpec, sample_id: str) -> dict[str, Any]:
@@ -161,7 +165,33 @@ def parse_metrics(text: str) -> dict[str, float]:
     return out
 
 
-def load_from_metrics(values: dict[str, float], at: float) -> ServerLoad:
+def parse_rank_metrics(text: str) -> dict[int, dict[str, float]]:
+    """`sglang:` gauges by data-parallel rank (the `dp_rank` label; series without it are left
+    out), each as `parse_metrics` reads a page: by name, the largest over other label sets."""
+    out: dict[int, dict[str, float]] = {}
+    for line in text.splitlines():
+        if not line.startswith("sglang:") or "dp_rank=" not in line:
+            continue
+        name_part, _, value_part = line.rpartition(" ")
+        rank = _DP_RANK.search(name_part)
+        try:
+            value = float(value_part)
+        except ValueError:
+            continue
+        if rank is None:
+            continue
+        values = out.setdefault(int(rank.group(1)), {})
+        name = name_part.split("{", 1)[0].strip()[len("sglang:") :]
+        values[name] = max(values.get(name, value), value)
+    return out
+
+
+_DP_RANK = re.compile(r'[{,]\s*dp_rank="(\d+)"')
+
+
+def load_from_metrics(
+    values: dict[str, float], at: float, ranks: dict[int, dict[str, float]] | None = None
+) -> ServerLoad:
     return ServerLoad(
         num_running_reqs=values.get("num_running_reqs", 0.0),
         num_queue_reqs=values.get("num_queue_reqs", 0.0),
@@ -170,6 +200,7 @@ def load_from_metrics(values: dict[str, float], at: float) -> ServerLoad:
         gen_throughput=values.get("gen_throughput", 0.0),
         new_token_ratio=values.get("new_token_ratio"),
         at=at,
+        ranks={r: load_from_metrics(v, at) for r, v in (ranks or {}).items()},
     )
 
 
@@ -271,12 +302,20 @@ class SGLangClient:
         return response
 
     async def generate(
-        self, input_ids: list[int], sampling: dict[str, Any], rid: str
+        self,
+        input_ids: list[int],
+        sampling: dict[str, Any],
+        rid: str,
+        dp_rank: int | None = None,
     ) -> Generation:
-        """`POST /generate` with token ids in and token ids out."""
+        """`POST /generate` with token ids in and token ids out; `dp_rank` pins the request to
+        that data-parallel rank's scheduler and KV pool (`routed_dp_rank`) instead of SGLang's
+        own dispatch."""
         if "max_new_tokens" not in sampling:
             raise ValueError("sampling_params must carry max_new_tokens (SGLang's default is 128)")
         payload = {"input_ids": input_ids, "sampling_params": sampling, "rid": rid, "stream": False}
+        if dp_rank is not None:
+            payload["routed_dp_rank"] = dp_rank
         response = await self._request("POST", "/generate", json=payload)
         try:
             body = response.json()
@@ -325,7 +364,8 @@ class SGLangClient:
     async def metrics(self) -> ServerLoad:
         """The live load from `/metrics` (the server must run with `--enable-metrics`)."""
         response = await self._request("GET", "/metrics", timeout=10.0)
-        return load_from_metrics(parse_metrics(response.text), time.monotonic())
+        text = response.text
+        return load_from_metrics(parse_metrics(text), time.monotonic(), parse_rank_metrics(text))
 
     async def probe_health(self) -> Probe:
         """One `GET /health_generate`: the status, or why there was no answer."""

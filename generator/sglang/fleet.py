@@ -1,21 +1,33 @@
 """The SGLang servers of one run: joining them (health, capacity from `/get_server_info`, the
 tokenizer check), servers that join late, their live load from `/metrics`, the in-flight gauges,
-and waiting out a server that failed until it is healthy again."""
+and waiting out a server that failed until it is healthy again.
+
+Admission weighs KV pools, not servers: a server with d data-parallel ranks runs d schedulers
+with a pool each, and a request lives wholly in one of them, so it is d `Pool`s (one for a
+server without data parallelism). Every server's pools together are the run's fleet; a request
+sent to a pool of a ranked server is pinned to that rank (`routed_dp_rank`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 
 from draftgen.contract.generator_cli import ExitCode
-from draftgen.contract.server_info import context_problem, model_len, parse_server_info
+from draftgen.contract.server_info import (
+    RankInfo,
+    ServerInfo,
+    context_problem,
+    model_len,
+    parse_server_info,
+)
 from draftgen.errors import RunError
 from draftgen.generator.prompts.integrity import IntegrityError
+from draftgen.generator.scheduling.room import ServerView
 from draftgen.generator.sglang.client import (
     BadResponse,
     ServerLoad,
@@ -41,19 +53,57 @@ class ServersDown(RunError):
     """No server became healthy."""
 
     exit_code = ExitCode.SERVERS_DOWN
-    fix = "check that each --server runs and answers /health_generate, or raise --health-timeout"
 
 
-@dataclass
-class Server:
-    """One server: its capacity, its load as last read, and what this run has in flight on it."""
+LOAD_FRESH_SECONDS = 5.0
+"""An older `/metrics` reading is not used for admission."""
 
-    client: SGLangClient
+
+@dataclass(eq=False)
+class Pool:
+    """One KV pool of a server (one data-parallel rank's scheduler): its capacity, its load as
+    last read, and what this run has in flight in it."""
+
+    server: Server
+    rank: int | None = None
+    """Its data-parallel rank; None for the one pool of a server without data parallelism."""
     kv_tokens: int = 1
     max_running: int | None = None
     load: ServerLoad | None = None
     in_flight: int = 0
     in_flight_tokens: float = 0.0
+
+    @property
+    def routed_rank(self) -> int | None:
+        """What a request sent here pins (`routed_dp_rank`): None when the server has one pool,
+        or when this pool is no longer one of its server's (it came back with other ranks)."""
+        pools = self.server.pools
+        return self.rank if len(pools) > 1 and any(p is self for p in pools) else None
+
+    def view(self, now: float) -> ServerView:
+        load = (
+            self.load if self.load is not None and now - self.load.at < LOAD_FRESH_SECONDS else None
+        )
+        return ServerView(
+            kv_tokens=self.kv_tokens,
+            max_running=self.max_running,
+            in_flight=self.in_flight,
+            in_flight_tokens=self.in_flight_tokens,
+            healthy=self.server.healthy,
+            queue=load.num_queue_reqs if load else None,
+            running=load.num_running_reqs if load else None,
+            token_usage=load.token_usage if load else None,
+            replica_in_flight=self.server.in_flight if len(self.server.pools) > 1 else None,
+        )
+
+
+@dataclass(eq=False)
+class Server:
+    """One server (a URL): its health, what it serves, and its KV pools (`Pool`, one per
+    data-parallel rank), which carry the capacity, the load and what is in flight."""
+
+    client: SGLangClient
+    pools: list[Pool] = field(default_factory=list)
     healthy: bool = True
     metrics_ok: bool = True
     max_prompt: int | None = None
@@ -65,6 +115,42 @@ class Server:
     retired: bool = False
     """It came back serving another model (or could not say what it serves): nothing more is
     ever sent to it — another model's ids can crash its scheduler — and the run is stopping."""
+
+    def __post_init__(self) -> None:
+        if not self.pools:
+            self.pools = [Pool(self)]
+
+    @property
+    def in_flight(self) -> int:
+        return sum(p.in_flight for p in self.pools)
+
+    @property
+    def in_flight_tokens(self) -> float:
+        return sum(p.in_flight_tokens for p in self.pools)
+
+    @property
+    def kv_tokens(self) -> int:
+        """Its pools together."""
+        return sum(p.kv_tokens for p in self.pools)
+
+    def size(self, info: ServerInfo) -> None:
+        """Its pools as `/get_server_info` describes them: one per data-parallel rank (the pools
+        of a server that comes back with the same ranks are kept: requests are in flight there)."""
+        ranks = info.ranks or (RankInfo(info.kv_tokens, info.max_running_requests),)
+        if len(ranks) != len(self.pools) or (len(ranks) > 1) != (self.pools[0].rank is not None):
+            self.pools = [Pool(self, i if len(ranks) > 1 else None) for i in range(len(ranks))]
+        for pool, rank in zip(self.pools, ranks):
+            pool.kv_tokens = rank.kv_tokens or info.kv_tokens or 1
+            pool.max_running = rank.max_running_requests or info.max_running_requests
+
+    def take_load(self, load: ServerLoad | None) -> None:
+        """A `/metrics` reading: each pool its own rank's gauges (the whole page's for a server
+        with one pool), and its own pool size when the page reports it."""
+        for pool in self.pools:
+            own = load.ranks.get(pool.rank) if load is not None and pool.rank is not None else load
+            pool.load = own
+            if own is not None and own.max_total_num_tokens:
+                pool.kv_tokens = int(own.max_total_num_tokens)
 
     async def abort_quietly(self, rid: str) -> None:
         """Ask the server to stop a request; an error means there is nothing left to stop."""
@@ -96,6 +182,9 @@ class Fleet:
         self.servers = [
             Server(SGLangClient(u, timeout=request_timeout, transport=transport)) for u in urls
         ]
+        self.pools: list[Pool] = []
+        """Every server's pools: what admission weighs (the same list object all run long)."""
+        self._gather_pools()
         self.max_prompt_tokens: int | None = None
         """The shortest `max_req_input_len` of the servers healthy at start."""
         self._health_timeout = health_timeout
@@ -160,8 +249,8 @@ class Fleet:
         raw = await server.client.server_info()
         info = parse_server_info(raw)
         server.identity = model_identity(raw)
-        server.kv_tokens = info.kv_tokens or 1
-        server.max_running = info.max_running_requests
+        server.size(info)
+        self._gather_pools()
         server.max_prompt = info.max_prompt_tokens
         if info.context_length is None and self._completions:
             info = replace(info, context_length=await self._model_len(server))
@@ -175,15 +264,21 @@ class Fleet:
             )
         elif self._tokenizer is not None:
             await check_server_tokenizer(server.client, self._tokenizer, self._special_tokens)
+        pools = server.pools
         log.info(
-            "%s: KV pool %d tokens, max running requests %s, longest prompt %s",
+            "%s: KV pool %s tokens, max running requests %s, longest prompt %s",
             server.client.url,
-            server.kv_tokens,
-            server.max_running,
+            f"{pools[0].kv_tokens}"
+            if len(pools) == 1
+            else f"{' + '.join(str(p.kv_tokens) for p in pools)} ({len(pools)} data-parallel ranks)",
+            pools[0].max_running if len(pools) == 1 else f"{pools[0].max_running} per rank",
             server.max_prompt,
         )
         server.healthy = True
         self._wake()
+
+    def _gather_pools(self) -> None:
+        self.pools[:] = [p for s in self.servers for p in s.pools]
 
     async def _model_len(self, server: Server) -> int | None:
         """The server's effective context from `/v1/models`; None if it does not say."""
@@ -244,6 +339,8 @@ class Fleet:
                 "the job's model and run the same command again to resume"
             )
         info = parse_server_info(raw)
+        server.size(info)  # it may have come back with another number of ranks
+        self._gather_pools()
         if not info.skip_tokenizer_init and self._tokenizer is not None:
             await check_server_tokenizer(server.client, self._tokenizer, self._special_tokens)
 
@@ -267,7 +364,7 @@ class Fleet:
                 if not server.metrics_ok:
                     continue
                 try:
-                    server.load = await server.client.metrics()
+                    server.take_load(await server.client.metrics())
                 except BadResponse:
                     server.metrics_ok = False
                     log.warning(
@@ -276,7 +373,7 @@ class Fleet:
                         server.client.url,
                     )
                 except SGLangError:
-                    server.load = None
+                    server.take_load(None)
             self._wake()
             await asyncio.sleep(self._metrics_interval)
 

@@ -59,20 +59,24 @@ class ServerFigures:
     token_usage: float | None = None
     running: float | None = None
     queued: float | None = None
+    dp_rank: int | None = None
+    """The data-parallel rank whose pool these are (None: the server has one pool)."""
 
 
-def server_figures(servers: Sequence[Any]) -> list[ServerFigures]:
-    """generator/sglang/fleet.py's servers → figures (`client.url`, `in_flight`, `load`)."""
+def server_figures(pools: Sequence[Any]) -> list[ServerFigures]:
+    """generator/sglang/fleet.py's pools → figures (`server.client.url`, `rank`, `in_flight`,
+    `load`): one per server, or per data-parallel rank of a server that runs several."""
     out = []
-    for s in servers:
-        load = s.load
+    for p in pools:
+        load = p.load
         out.append(
             ServerFigures(
-                s.client.url,
-                s.in_flight,
+                p.server.client.url,
+                p.in_flight,
                 load.token_usage if load else None,
                 load.num_running_reqs if load else None,
                 load.num_queue_reqs if load else None,
+                p.rank,
             )
         )
     return out
@@ -218,6 +222,7 @@ class Progress:
         servers = [
             {
                 "server": redact_url(s.url),
+                **({} if s.dp_rank is None else {"dp_rank": s.dp_rank}),
                 "token_usage": _round(s.token_usage, 3),
                 "running": s.running,
                 "queued": s.queued,
@@ -275,8 +280,9 @@ def text_block(summary: dict[str, Any]) -> str:
         )
     for srv in summary["servers"]:
         usage = srv["token_usage"]
+        rank = f" rank {srv['dp_rank']}" if "dp_rank" in srv else ""
         lines.append(
-            f"  server {srv['server']}: KV {_cell(None if usage is None else 100 * usage, '.0f')}% "
+            f"  server {srv['server']}{rank}: KV {_cell(None if usage is None else 100 * usage, '.0f')}% "
             f"used, {_cell(srv['running'], '.0f')} running, {_cell(srv['queued'], '.0f')} queued, "
             f"{srv['in_flight']} in flight from here"
         )

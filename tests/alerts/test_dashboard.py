@@ -243,6 +243,9 @@ def test_the_saturation_verdict_is_the_alerts_own():
     ):
         assert piece in rule["expr"], piece
         assert piece.replace(" > ", " > bool ") in expr or piece in expr, piece
+    # Per data-parallel rank, as the alert: one rank can saturate while the mean looks fine.
+    for clause in ("by (namespace, pod, dp_rank)", "on (namespace, pod, dp_rank)"):
+        assert clause in rule["expr"] and clause in expr, clause
     mapped = panel["fieldConfig"]["defaults"]["mappings"][0]["options"]
     assert mapped["1"]["text"] == "SATURATED"
 

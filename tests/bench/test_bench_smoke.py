@@ -28,6 +28,7 @@ SMALL = {
         "5",
     ],
     "client_cost": ["--requests", "60", "--in-flight", "8"],
+    "dp_ranks_sim": ["--budget", "3000", "--layouts", "tp8,dp2", "--sglang-dispatch", ""],
     "pretokenize_rate": ["--prompts", "20", "--rounds", "1", "--max-workers", "1"],
     "resume_cost": ["--records", "2000"],
     "operator_reconcile": ["--jobs", "2", "--poll", "0.3"],
@@ -49,7 +50,7 @@ SMALL = {
 RESULT_NAME = {"pretokenize_rate": "pretokenize"}
 
 
-def run_bench(script: str, args: list[str], tmp_path: Path) -> dict:
+def run_bench(script: str, args: list[str], tmp_path: Path, timeout: float = 300) -> dict:
     env = {
         **os.environ,
         "DRAFTGEN_BENCH_DIR": str(tmp_path / "work"),
@@ -60,7 +61,7 @@ def run_bench(script: str, args: list[str], tmp_path: Path) -> dict:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         cwd=REPO,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
@@ -161,3 +162,15 @@ def test_few_in_flight_seconds_counts_only_the_thin_stretches(monkeypatch) -> No
     # One long request; two short ones overlap it from 1 to 2-3 s: 3 in flight for 1 s.
     assert few_in_flight_seconds([(0, 10), (1, 2), (1, 3)]) == 9
     assert few_in_flight_seconds([(0, 10), (1, 2), (1, 3)], at_most=3) == 10
+
+
+@pytest.mark.sglang
+@pytest.mark.timeout(1200)  # a --dp-size 2 server start on a shared CPU
+def test_dp_ranks_real_runs(tmp_path: Path) -> None:
+    result = run_bench(
+        "dp_ranks_real",
+        ["--methods", "round_robin", "--pairs", "2", "--max-new", "8", "--pool", "1024"],
+        tmp_path,
+        timeout=1100,
+    )
+    assert [row[1] for row in result["rows"]] == ["draftgen per rank", "SGLang round_robin"]

@@ -41,8 +41,8 @@ def test_validation_catches_a_broken_manifest(rendered):
     broken["spec"]["template"]["spec"]["containers"][0]["imagePullPolcy"] = "Always"
     with pytest.raises(kubernetes_validate.ValidationError):
         validate(broken)
-    job = one(rendered["only-generationJobs"], "GenerationJob")
-    job["spec"]["server"]["memFractionStatic"] = 1.5
+    job = json.loads(json.dumps(one(rendered["only-generationJobs"], "GenerationJob")))
+    job["spec"]["server"]["memFractionStatic"] = 1.5  # a copy: `rendered` is shared
     with pytest.raises(Exception, match="memFractionStatic|maximum|less than"):
         validate(job)
 

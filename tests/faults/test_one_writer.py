@@ -19,6 +19,7 @@ import pytest
 
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.output.lock import LEASE_FILE, OutputLock, OutputLocked
+from tests.gate import Gate
 
 from .gen_run import (
     Run,
@@ -127,16 +128,21 @@ def test_two_generate_processes_on_one_output_one_is_refused_nothing_twice(
         tmp_path, tiny_kimi, [{"name": "chat", "source": "p.jsonl", "format": "prompt"}]
     )
     out = tmp_path / "out"
-    first = Run(generate_args(job, sglang_server.url, out), tmp_path)
-    deadline = time.monotonic() + 120
-    while record_count(out) < 1:  # the first run is writing
-        assert first.poll() is None, first.log()
-        assert time.monotonic() < deadline, "the first run never took the output"
-        time.sleep(0.05)
-    second = Run(generate_args(job, sglang_server.url, out), tmp_path)
-    code, log = second.finish(timeout=120)
-    overlapped = first.poll() is None
-    code2, log2 = first.finish()
+    # The first run goes through a gate that lets a few requests through and holds the rest: it
+    # has taken the output and written, and stays busy until the second run has been refused.
+    with Gate(sglang_server.url, let_through=2) as gate:
+        first = Run(generate_args(job, gate.url, out), tmp_path)
+        deadline = time.monotonic() + 120
+        while record_count(out) < 1:  # the first run is writing
+            assert first.poll() is None, first.log()
+            assert time.monotonic() < deadline, "the first run never took the output"
+            time.sleep(0.05)
+        gate.wait_held()
+        second = Run(generate_args(job, sglang_server.url, out), tmp_path)
+        code, log = second.finish(timeout=120)
+        overlapped = first.poll() is None
+        gate.open()
+        code2, log2 = first.finish()
     assert code2 == 0, log2
     ids = [r["id"] for r in records(out / "chat")]
     assert len(ids) == len(set(ids)), f"{len(ids) - len(set(ids))} records written twice"

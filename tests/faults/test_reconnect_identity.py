@@ -18,6 +18,7 @@ from draftgen.generator.sglang.fleet import Fleet
 from draftgen.generator.telemetry.metrics import GeneratorMetrics
 from draftgen.testing.sglang import SGLangServer, free_port
 from tests.conftest import SGLANG_VENV, TINY_KIMI
+from tests.gate import Gate
 
 from .gen_run import Run, generate_args, prompt_rows, record_count, records, write_job, write_jsonl
 
@@ -97,17 +98,24 @@ def test_a_server_restarted_with_another_model_stops_the_run(tmp_path, tiny_kimi
     )
     out = tmp_path / "out"
     port = free_port()
-    with SGLangServer(tiny_kimi, port=port, max_total_tokens=4096) as first:
-        run = Run(generate_args(job, first.url, out), tmp_path)
+    # Requests after the first four wait at a gate (in front of the port): the run is mid-way
+    # when the server goes, however fast it would otherwise finish.
+    with (
+        SGLangServer(tiny_kimi, port=port, max_total_tokens=4096) as first,
+        Gate(first.url, let_through=4) as gate,
+    ):
+        run = Run(generate_args(job, gate.url, out), tmp_path)
         deadline = time.monotonic() + 120
         while record_count(out) < 2:
             assert run.poll() is None, run.log()
             assert time.monotonic() < deadline
             time.sleep(0.05)
+        gate.wait_held()
         first.kill()
-    before = len(records(out / "chat"))
-    with SGLangServer(TINY_CHATML, port=port, max_total_tokens=4096):
-        code, log = run.finish(timeout=300)
+        gate.open()
+        before = len(records(out / "chat"))
+        with SGLangServer(TINY_CHATML, port=port, max_total_tokens=4096):
+            code, log = run.finish(timeout=300)
     assert code == ExitCode.INTEGRITY, log
     assert "came back serving another model" in log or "different model" in log
     assert "Traceback" not in log

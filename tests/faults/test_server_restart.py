@@ -12,6 +12,8 @@ import time
 import httpx
 import pytest
 
+from tests.gate import Gate
+
 from .gen_run import (
     Run,
     check_consistent,
@@ -26,6 +28,7 @@ pytestmark = pytest.mark.sglang
 MAX_NEW = 24
 
 
+@pytest.mark.timeout(1200)  # a server restart on a shared CPU
 def test_server_killed_mid_job_and_restarted_on_the_same_port(tmp_path, tiny_kimi, sglang_server):
     if not (hasattr(sglang_server, "kill") and hasattr(sglang_server, "restart")):
         pytest.skip("needs a server this test may kill (not DRAFTGEN_TEST_SGLANG_URL)")
@@ -44,22 +47,27 @@ def test_server_killed_mid_job_and_restarted_on_the_same_port(tmp_path, tiny_kim
     )
     out = tmp_path / "out"
     url = sglang_server.url
-    run = Run(generate_args(job, url, out), tmp_path)
-    try:
-        deadline = time.monotonic() + 300
-        while record_count(out) < 1:  # mid-job: some written, more in flight
-            assert run.poll() is None, run.log()[-3000:]
-            assert time.monotonic() < deadline, "no records came"
-            time.sleep(0.05)
-        sglang_server.kill()
-        killed_at = record_count(out)
-        assert killed_at < 32, "the job ended before the server could be killed"
-        sglang_server.restart()  # same port; waits until it generates again
-        assert sglang_server.url == url
-        code, log = run.finish(timeout=600)
-    finally:
-        if run.poll() is None:
-            run.proc.kill()
+    # Through a gate that holds the requests after the first four: the job is mid-way when the
+    # server dies, however fast it would otherwise run; the held ones meet the dead server.
+    with Gate(url, let_through=4) as gate:
+        run = Run(generate_args(job, gate.url, out), tmp_path)
+        try:
+            deadline = time.monotonic() + 300
+            while record_count(out) < 1:  # mid-job: some written, more in flight
+                assert run.poll() is None, run.log()[-3000:]
+                assert time.monotonic() < deadline, "no records came"
+                time.sleep(0.05)
+            gate.wait_held()
+            sglang_server.kill()
+            killed_at = record_count(out)
+            assert killed_at < 32, "the job ended before the server could be killed"
+            gate.open()
+            sglang_server.restart()  # same port; waits until it generates again
+            assert sglang_server.url == url
+            code, log = run.finish(timeout=600)
+        finally:
+            if run.poll() is None:
+                run.proc.kill()
     assert code == 0, log[-3000:]
 
     recs = check_consistent(out, ["p"])["p"]

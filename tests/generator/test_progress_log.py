@@ -83,23 +83,27 @@ def test_text_block_and_json_come_from_the_same_summary():
     assert "ETA ?" in text_block(summary).splitlines()[0]
 
 
-def test_server_figures_read_the_fleets_servers():
-    class Load:
-        token_usage, num_running_reqs, num_queue_reqs = 0.5, 4.0, 1.0
+def test_server_figures_read_the_fleets_pools_one_per_data_parallel_rank():
+    from draftgen.generator.sglang.client import ServerLoad, SGLangClient
+    from draftgen.generator.sglang.fleet import Pool, Server
 
-    class Client:
-        url = "http://s0:30000"
-
-    class S:
-        client, in_flight, load = Client(), 2, Load()
-
-    class Unread(S):
-        load = None
-
-    assert server_figures([S(), Unread()]) == [
+    plain = Server(SGLangClient("http://s0:30000"))
+    plain.pools[0].load = ServerLoad(num_running_reqs=4.0, num_queue_reqs=1.0, token_usage=0.5)
+    plain.pools[0].in_flight = 2
+    ranked = Server(SGLangClient("http://s1:30000"))
+    ranked.pools = [Pool(ranked, 0), Pool(ranked, 1)]
+    ranked.pools[0].load = ServerLoad(num_running_reqs=9.0, num_queue_reqs=3.0, token_usage=0.99)
+    figures = server_figures([*plain.pools, *ranked.pools])
+    assert figures == [
         ServerFigures("http://s0:30000", 2, 0.5, 4.0, 1.0),
-        ServerFigures("http://s0:30000", 2, None, None, None),
+        ServerFigures("http://s1:30000", 0, 0.99, 9.0, 3.0, dp_rank=0),
+        ServerFigures("http://s1:30000", 0, None, None, None, dp_rank=1),
     ]
+    summary = Progress([], servers=lambda: figures).summary(0.0, None, 2)
+    block = text_block(summary)
+    assert "server http://s1:30000 rank 0: KV 99% used, 9 running, 3 queued" in block
+    assert "server http://s1:30000 rank 1: KV ?% used" in block
+    assert [s.get("dp_rank") for s in summary["servers"]] == [None, 0, 1]
 
 
 def test_the_operator_asks_for_json_logs():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import os
 import tempfile
 import time
@@ -361,6 +362,10 @@ def running_operator(args: tuple[str, ...] = ("--all-namespaces", "--standalone"
     # first imported (by whichever test came first). Point both at the emulator for this run.
     saved_env = os.environ.get("KUBECONFIG")
     saved_default = kube_config.KUBE_CONFIG_DEFAULT_LOCATION
+    # kopf's start-up puts a handler on the root logger that writes to the runner's own output,
+    # closed when the run ends: a later record (the emulator's access log) would meet it.
+    root = logging.getLogger()
+    saved_handlers, saved_level = list(root.handlers), root.level
     os.environ["KUBECONFIG"] = kube_config.KUBE_CONFIG_DEFAULT_LOCATION = str(_KUBECONFIG)
 
     verbose = ["--verbose"] if os.environ.get("DRAFTGEN_TEST_KOPF_VERBOSE") else []
@@ -371,6 +376,8 @@ def running_operator(args: tuple[str, ...] = ("--all-namespaces", "--standalone"
         ):
             yield runner
     finally:
+        root.handlers[:] = saved_handlers
+        root.setLevel(saved_level)
         kube_config.KUBE_CONFIG_DEFAULT_LOCATION = saved_default
         if saved_env is None:
             os.environ.pop("KUBECONFIG", None)

@@ -23,6 +23,7 @@ from draftgen.controller import names
 from draftgen.controller.render import generator as render_generator
 from draftgen.controller.settings import OperatorSettings, effective_spec
 from draftgen.spec import parse_spec
+from draftgen.testing.sglang import free_port
 from tests.jobs import job_document
 
 from .harness import REPO, Cluster, example_job, wait_for
@@ -74,6 +75,8 @@ def exported(sglang_server, tiny_kimi, tmp_path_factory):
     args[args.index(Flag.JOB.value) + 1] = str(job_file)
     assert args[args.index(Flag.RESULT_FILE.value) + 1] == TERMINATION_MESSAGE_PATH
     args[args.index(Flag.RESULT_FILE.value) + 1] = str(result_file)
+    # The pod's metrics port is its own; on this machine another process may hold it.
+    args[args.index(Flag.METRICS_PORT.value) + 1] = str(free_port())
     assert container["command"] == ["draftgen"]
     result = subprocess.run(
         [sys.executable, "-m", "draftgen.cli", *args, "--progress", "log"],

@@ -244,7 +244,10 @@ def _validate(tmp_path: Path, examples: Path, server: dict, sampling: dict | Non
         },
         datasets=[{"name": "chat", "source": "c.jsonl", "format": "messages"}],
     )
-    return main(["validate", "--local", str(write_job_yaml(tmp_path / "job.yaml", doc))])
+    # --serve: draftgen starts this server, so its rules (the layout) apply; --spec-only: the
+    # job's files are not here.
+    path = str(write_job_yaml(tmp_path / "job.yaml", doc))
+    return main(["validate", "--local", "--serve", "--spec-only", path])
 
 
 def test_validate_refuses_a_layout_that_cannot_start(tmp_path, examples, capsys) -> None:

@@ -109,3 +109,32 @@ def test_history_keeps_only_recent_snapshots():
     for t in (0.0, 30.0, 100.0):
         h.add(_snap(t, 1))
     assert [s.at for s in h.items] == [100.0]
+
+
+def test_each_data_parallel_rank_is_judged_on_its_own():
+    """A server with two ranks (a KV pool and a queue each): rank 0 full with a growing queue,
+    rank 1 idle. Read as one server (the largest of each gauge) it would be the same verdict by
+    luck; the other case, usage high on rank 0 and the queue on rank 1, would be called
+    saturated. Per rank: rank 0 SATURATED, rank 1 ok, and the split case nowhere saturated."""
+    from draftgen.top.readings import parse_server_ranks
+
+    def page(usage: tuple[float, float], queue: tuple[float, float]) -> str:
+        lines = ["# TYPE sglang:token_usage gauge", "# TYPE sglang:num_queue_reqs gauge"]
+        for rank in (0, 1):
+            lines.append(f'sglang:token_usage{{dp_rank="{rank}",tp_rank="0"}} {usage[rank]}')
+            lines.append(f'sglang:num_queue_reqs{{dp_rank="{rank}",tp_rank="0"}} {queue[rank]}')
+        return "\n".join(lines) + "\n"
+
+    one_full, split = History(), History()
+    for i, q in enumerate([5, 8, 12]):
+        at = 1000.0 + 10 * i
+        one_full.add(
+            _snap(at, 10, servers=tuple(parse_server_ranks(page((0.97, 0.05), (q, 0)), "s0")))
+        )
+        split.add(_snap(at, 10, servers=tuple(parse_server_ranks(page((0.97, 0.4), (0, q)), "s0"))))
+    rows = build_view(one_full.items).servers
+    assert [(r.name, r.verdict) for r in rows] == [
+        ("s0 rank 0", Verdict.SATURATED),
+        ("s0 rank 1", Verdict.OK),
+    ]
+    assert Verdict.SATURATED not in [r.verdict for r in build_view(split.items).servers]
