@@ -24,7 +24,7 @@ from draftgen.generator.records import generation_record, reject_key, reject_rec
 from draftgen.generator.run_settings import SampleSource, Settings
 from draftgen.generator.scheduling.admission import progress_speed
 from draftgen.generator.scheduling.datasets import Dataset, Flight, cancel_flights, open_datasets
-from draftgen.generator.scheduling.demand import budget_admits_sample, server_views
+from draftgen.generator.scheduling.demand import budget_admits_sample, pool_view, server_views
 from draftgen.generator.scheduling.feed import Feed, in_daemon_thread
 from draftgen.generator.scheduling.room import HORIZON, Ready, next_launch
 from draftgen.generator.sglang.attempts import attempt
@@ -165,7 +165,7 @@ class Runner:
             views = (
                 server_views(self.pools, self.datasets, speed, now, self._ended)
                 if conc.mode == "auto"
-                else [p.view(now) for p in self.pools]
+                else [pool_view(p, now) for p in self.pools]
             )
             weighed = [
                 Ready(

@@ -17,7 +17,24 @@ from draftgen.generator.scheduling.room import (
     calibrated_progress,
     kv_moments,
 )
-from draftgen.generator.sglang.fleet import Pool
+from draftgen.generator.sglang.fleet import LOAD_FRESH_SECONDS, Pool
+
+
+def pool_view(pool: Pool, now: float) -> ServerView:
+    """What the room rules see of one pool (a server's data-parallel rank): its capacity, what
+    is in flight, and its load when the reading is fresh."""
+    load = pool.load if pool.load is not None and now - pool.load.at < LOAD_FRESH_SECONDS else None
+    return ServerView(
+        kv_tokens=pool.kv_tokens,
+        max_running=pool.max_running,
+        in_flight=pool.in_flight,
+        in_flight_tokens=pool.in_flight_tokens,
+        healthy=pool.server.healthy,
+        queue=load.num_queue_reqs if load else None,
+        running=load.num_running_reqs if load else None,
+        token_usage=load.token_usage if load else None,
+        replica_in_flight=pool.server.in_flight if len(pool.server.pools) > 1 else None,
+    )
 
 
 def in_flight_progress(ds: Dataset, speed: float, now: float) -> list[float]:
@@ -80,7 +97,7 @@ def server_views(
     made = table[:, 3].copy()
     views = []
     for i, s in enumerate(servers):
-        view = s.view(now)
+        view = pool_view(s, now)
         mine = np.flatnonzero(table[:, 0] == i)
         mine = mine[np.argsort(table[mine, 1], kind="stable")]
         since = (

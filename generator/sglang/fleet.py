@@ -27,7 +27,6 @@ from draftgen.contract.server_info import (
 )
 from draftgen.errors import RunError
 from draftgen.generator.prompts.integrity import IntegrityError
-from draftgen.generator.scheduling.room import ServerView
 from draftgen.generator.sglang.client import (
     BadResponse,
     ServerLoad,
@@ -79,22 +78,6 @@ class Pool:
         or when this pool is no longer one of its server's (it came back with other ranks)."""
         pools = self.server.pools
         return self.rank if len(pools) > 1 and any(p is self for p in pools) else None
-
-    def view(self, now: float) -> ServerView:
-        load = (
-            self.load if self.load is not None and now - self.load.at < LOAD_FRESH_SECONDS else None
-        )
-        return ServerView(
-            kv_tokens=self.kv_tokens,
-            max_running=self.max_running,
-            in_flight=self.in_flight,
-            in_flight_tokens=self.in_flight_tokens,
-            healthy=self.server.healthy,
-            queue=load.num_queue_reqs if load else None,
-            running=load.num_running_reqs if load else None,
-            token_usage=load.token_usage if load else None,
-            replica_in_flight=self.server.in_flight if len(self.server.pools) > 1 else None,
-        )
 
 
 @dataclass(eq=False)

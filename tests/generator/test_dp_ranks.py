@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from draftgen.contract.server_info import RankInfo, parse_server_info
+from draftgen.generator.scheduling.demand import pool_view
 from draftgen.generator.scheduling.room import (
     HORIZON,
     PEAK_SHARE,
@@ -171,8 +172,8 @@ def test_max_requests_caps_the_whole_server_not_each_rank():
     server = Server(SGLangClient("http://s:1"))
     server.size(parse_server_info(SERVER_INFO))
     server.pools[0].in_flight = 3
-    assert [p.view(0.0).replica_in_flight for p in server.pools] == [3, 3]
-    assert Pool(Server(SGLangClient("http://s:2"))).view(0.0).replica_in_flight is None
+    assert [pool_view(p, 0.0).replica_in_flight for p in server.pools] == [3, 3]
+    assert pool_view(Pool(Server(SGLangClient("http://s:2"))), 0.0).replica_in_flight is None
 
 
 def test_the_test_server_starts_data_parallel_ranks_with_a_core_each(tmp_path):
