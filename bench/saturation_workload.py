@@ -138,7 +138,7 @@ def scheduler_for(job, client: Client, pool: int) -> KVScheduler:
         return KVScheduler(pool)
     from draftgen.contract.sglang_flags import SGLangFlag as F
     from draftgen.contract.sglang_flags import value_in
-    from draftgen.controller.render.server import server_args
+    from draftgen.launch.server_argv import server_args
 
     args = server_args(job.spec)
     kwargs: dict = {}

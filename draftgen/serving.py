@@ -85,14 +85,14 @@ def server_command(
     python: str | None = None,
 ) -> list[str]:
     """`PYTHON -m sglang.launch_server` and the operator's arguments for the job, made local."""
-    from draftgen.controller.render.server import server_args
+    from draftgen.launch.server_argv import server_args
 
     args = server_args(job.spec)
     _set(args, F.MODEL_PATH, local_model(job.spec.model.weights, base_dir))
     if port is not None:
         _set(args, F.PORT, str(port))
     if cpu:
-        from draftgen.testing.sglang import CPU_FLAGS
+        from draftgen.sglang_cpu import CPU_FLAGS
 
         args += [a for a in CPU_FLAGS if a not in args]  # --enable-metrics is the job's already
     return [_python(python, cpu), "-m", "sglang.launch_server", *args, *extra]
@@ -116,7 +116,7 @@ def _python(python: str | None, cpu: bool) -> str:
     if os.environ.get("DRAFTGEN_SGLANG_PYTHON"):
         return os.environ["DRAFTGEN_SGLANG_PYTHON"]
     if cpu:
-        from draftgen.testing.sglang import sglang_python
+        from draftgen.sglang_cpu import sglang_python
 
         return str(sglang_python())
     return sys.executable
@@ -124,14 +124,14 @@ def _python(python: str | None, cpu: bool) -> str:
 
 def server_environment(job: GenerationJob, cpu: bool) -> dict[str, str]:
     """This process's environment with the operator's SGLang settings (and the CPU ones)."""
-    from draftgen.controller.render.server import SGLANG_SETTINGS
+    from draftgen.launch.server_argv import SGLANG_SETTINGS
 
     env = dict(os.environ)
     env.update(SGLANG_SETTINGS)
     if not is_hub(job.spec.model.weights):
         env.setdefault("HF_HUB_OFFLINE", "1")
     if cpu:
-        from draftgen.testing.sglang import cpu_environment
+        from draftgen.sglang_cpu import cpu_environment
 
         env = cpu_environment(env)
     return env

@@ -22,6 +22,7 @@ from typing import Any
 
 from draftgen.contract import download_cli
 from draftgen.contract.model_location import HubModel, parse
+from draftgen.launch import model_volume
 from draftgen.spec import GenerationJobSpec, GenerationJobStatus
 from draftgen.spec.status import ModelDownloadStatus
 
@@ -32,7 +33,6 @@ from .job_ref import JobRef
 from .kube import Kube
 from .phases import Event
 from .render import first_run as render_first_run
-from .render import model_volume
 from .settings import OperatorSettings
 
 

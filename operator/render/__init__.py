@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from draftgen.launch import model_volume
 from draftgen.spec import parse_spec
 
 from ..settings import OperatorSettings, effective_spec
-from . import first_run, generator, leaderworkerset, model_volume, network, server
+from . import first_run, generator, leaderworkerset, network, server
 
 
 def render_all(
@@ -40,7 +41,6 @@ __all__ = [
     "first_run",
     "generator",
     "leaderworkerset",
-    "model_volume",
     "network",
     "render_all",
     "server",

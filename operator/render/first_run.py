@@ -20,6 +20,7 @@ from typing import Any
 from draftgen.contract import download_cli, preflight_cli
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.model_location import HubModel, parse
+from draftgen.launch.model_volume import tokenizer_offline, volume_path
 from draftgen.spec import GenerationJobSpec
 
 from .. import names
@@ -27,7 +28,6 @@ from ..settings import OperatorSettings
 from . import batch, hardening
 from . import volumes as volumes_
 from .generator import config_hash, job_file
-from .model_volume import tokenizer_offline, volume_path
 
 DOWNLOAD_RETRIES = 6
 """Pod retries of the download Job: each resumes where the last one stopped."""

@@ -16,13 +16,13 @@ import yaml
 
 from draftgen.contract.export_cli import TERMINATION_MESSAGE_PATH
 from draftgen.contract.generator_cli import FATAL_EXIT_CODES, GeneratorArgs
+from draftgen.launch.model_volume import on_volume, tokenizer_offline
 from draftgen.spec import API_VERSION, KIND, GenerationJobSpec
 
 from .. import names
 from ..settings import OperatorSettings
 from . import batch, hardening
 from . import volumes as volumes_
-from .model_volume import on_volume, tokenizer_offline
 
 CONFIG_KEY = "job.yaml"
 

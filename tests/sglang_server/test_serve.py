@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from draftgen.controller.render.server import server_args
+from draftgen.launch.server_argv import server_args
 from draftgen.spec import load_job_document
 from draftgen.testing.sglang import CPU_FLAGS, free_port
 

@@ -8,7 +8,7 @@ import pytest
 
 from draftgen.contract.sglang_flags import SGLangFlag as F
 from draftgen.contract.sglang_flags import value_in
-from draftgen.controller.render.server import server_args
+from draftgen.launch.server_argv import server_args
 from draftgen.spec import parse_job
 
 
