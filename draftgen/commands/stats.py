@@ -18,12 +18,10 @@ import json
 import sys
 from pathlib import Path
 
+from draftgen.output.directory import left_out
 from draftgen.output.figures import budget_text
 from draftgen.output.stats_figures import DatasetStats, total
-from draftgen.output.stats_read import collect, left_out
-from draftgen.output.stats_read import (
-    job_datasets as job_datasets,  # draftgen/export/records.py imports it here
-)
+from draftgen.output.stats_read import collect
 from draftgen.spec import Budget
 
 
@@ -112,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     stats, warnings = collect(args.dir)
     notes = [
-        f"{args.dir / name} is not counted: the job no longer has a dataset {name!r} "
+        f"{gone} is not counted: the job no longer has a dataset {gone.name!r} "
         f"({args.dir}/manifest.json)"
-        for name in left_out(args.dir)
+        for gone in left_out(args.dir)
     ]
     notes += [
         f"{s.name}/{shard}: torn last line (a write cut short, e.g. a crash); not counted, "

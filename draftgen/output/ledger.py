@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from draftgen.output.figures import DatasetFigures
+from draftgen.output.manifest import DatasetManifest
 from draftgen.spec import Budget
 from draftgen.timefmt import rfc3339
 
@@ -104,25 +105,25 @@ class Ledger:
         """Progress towards the nearest limit, 0–1 (None without a budget)."""
         return self.figures().fraction_done()
 
-    def manifest(self) -> dict:
+    def manifest(self) -> DatasetManifest:
         """This dataset's `manifest.json` (docs/output-format.md)."""
-        return {
-            "dataset": self.dataset,
-            "samples": self.samples,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "finish_reasons": {
+        return DatasetManifest(
+            dataset=self.dataset,
+            samples=self.samples,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            finish_reasons={
                 "stop": self.finish_reasons["stop"],
                 "length": self.finish_reasons["length"],
             },
-            "truncation_rate": round(self.truncation_rate, 6),
-            "rejects": sum(self.rejects.values()),
-            "tool_fallbacks": self.tool_fallbacks,
-            "budget": self.budget.model_dump(by_alias=True),
-            "overshoot_completion_tokens": self.overshoot_completion_tokens,
-            "overshoot_percent": round(self.overshoot_percent, 4),
-            "overshoot_samples": self.overshoot_samples,
-            "done": self.done,
-            "exhausted": self.exhausted,
-            "updated_at": rfc3339(),
-        }
+            truncation_rate=round(self.truncation_rate, 6),
+            rejects=sum(self.rejects.values()),
+            tool_fallbacks=self.tool_fallbacks,
+            budget=self.budget.model_dump(by_alias=True),
+            overshoot_completion_tokens=self.overshoot_completion_tokens,
+            overshoot_percent=round(self.overshoot_percent, 4),
+            overshoot_samples=self.overshoot_samples,
+            done=self.done,
+            exhausted=self.exhausted,
+            updated_at=rfc3339(),
+        )

@@ -14,7 +14,7 @@ from .builders import synthetic_records, write_output
 
 def _rows(root, **options):
     summary = ExportSummary()
-    return [(s, r["id"]) for s, r in export_rows(root, ExportOptions(**options), summary)], summary
+    return [(s, r.id) for s, r in export_rows(root, ExportOptions(**options), summary)], summary
 
 
 def test_split_fraction_is_close_to_asked_and_stable():

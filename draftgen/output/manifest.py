@@ -1,0 +1,134 @@
+"""The manifests: `DIR/<dataset>/manifest.json` (`DatasetManifest`) and `DIR/manifest.json`
+(`JobManifest`). They are summaries rewritten from the records; the records win when the two
+disagree (docs/output-format.md).
+
+Each carries `schemaVersion`. A reader reads `SCHEMA_VERSION` and the one before (a manifest
+without the key is the layout before versioning, version 1) and refuses a newer one with
+`NewerSchema`: the output was written by a newer draftgen, whose meaning this one cannot know."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import draftgen.safe_json as safe_json
+from draftgen.errors import DraftgenError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "DatasetManifest",
+    "JobManifest",
+    "ManifestDamaged",
+    "NewerSchema",
+    "check_version",
+    "read_manifest",
+]
+
+SCHEMA_VERSION = 2
+"""2: `schemaVersion` written. 1: the manifests before it (no key)."""
+READS = (SCHEMA_VERSION - 1, SCHEMA_VERSION)
+VERSION_KEY = "schemaVersion"
+
+
+class ManifestDamaged(ValueError):
+    """A manifest that is not a JSON object (garbage, non-UTF-8, too deep)."""
+
+
+class NewerSchema(DraftgenError):
+    """The output was written by a newer draftgen than this one."""
+
+
+def check_version(data: dict[str, Any], path: Path | str) -> int:
+    """The manifest's schema version, or `NewerSchema`/`ManifestDamaged` when this draftgen
+    cannot read it."""
+    version = data.get(VERSION_KEY, 1)
+    if type(version) is not int or version < 1:
+        raise ManifestDamaged(f"{path}: {VERSION_KEY} {version!r} is not a positive integer")
+    if version > SCHEMA_VERSION:
+        raise NewerSchema(
+            f"{path}: {VERSION_KEY} {version} was written by a newer draftgen; this one reads "
+            f"{READS[0]} and {READS[1]}: upgrade draftgen to read this output"
+        )
+    return version
+
+
+def read_manifest(path: Path) -> dict[str, Any] | None:
+    """A manifest's object (its version checked), or None when it does not exist yet.
+    `ManifestDamaged` when it is not a JSON object; `NewerSchema` when written by a newer
+    draftgen."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ManifestDamaged(f"{path}: unreadable ({err})") from None
+    try:
+        data = safe_json.loads(text)
+    except safe_json.JsonLimitError as err:
+        raise ManifestDamaged(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise ManifestDamaged(f"{path}: a manifest must be a JSON object")
+    check_version(data, path)
+    return data
+
+
+@dataclass(slots=True)
+class DatasetManifest:
+    """One dataset's counts against its budget (`DIR/<dataset>/manifest.json`)."""
+
+    dataset: str
+    samples: int
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reasons: dict[str, int]
+    """`{"stop": n, "length": n}`."""
+    truncation_rate: float
+    rejects: int
+    tool_fallbacks: int
+    budget: dict[str, int | None]
+    """`{"completionTokens", "totalTokens", "maxSamples"}` (null: no such limit)."""
+    overshoot_completion_tokens: int
+    overshoot_percent: float
+    overshoot_samples: int
+    done: bool
+    exhausted: bool
+    updated_at: str
+    """RFC 3339, UTC."""
+    series: list[dict[str, Any]] = field(default_factory=list)
+    """Which shards were written under which fingerprint (draftgen/output/fingerprint.py)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in _DATASET_FIELDS}
+        out[VERSION_KEY] = SCHEMA_VERSION
+        return out
+
+
+_DATASET_FIELDS = tuple(DatasetManifest.__dataclass_fields__)
+
+
+@dataclass(slots=True)
+class JobManifest:
+    """The job's summary (`DIR/manifest.json`)."""
+
+    job: str
+    model: str
+    datasets: dict[str, DatasetManifest]
+    """In spec order."""
+    completion_tokens: int
+    samples: int
+    throughput_tokens_per_second: float
+    eta_seconds: float | None
+    updated_at: str
+    """RFC 3339, UTC."""
+    done: bool
+
+    def to_json(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in _JOB_FIELDS}
+        out["datasets"] = {name: m.to_json() for name, m in self.datasets.items()}
+        out[VERSION_KEY] = SCHEMA_VERSION
+        return out
+
+
+_JOB_FIELDS = tuple(JobManifest.__dataclass_fields__)
