@@ -18,8 +18,10 @@ import json
 import sys
 from pathlib import Path
 
+from draftgen.contract.generator_cli import ExitCode
 from draftgen.output.directory import left_out
 from draftgen.output.figures import budget_text
+from draftgen.output.manifest import NewerSchema
 from draftgen.output.stats_figures import DatasetStats, total
 from draftgen.output.stats_read import collect
 from draftgen.spec import Budget
@@ -108,11 +110,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.dir.exists():
         print(f"{args.dir}: no such file or directory", file=sys.stderr)
         return 2
-    stats, warnings = collect(args.dir)
+    try:
+        stats, warnings = collect(args.dir)
+        gone_dirs = left_out(args.dir)
+    except NewerSchema as err:
+        print(f"draftgen stats: {err}", file=sys.stderr)
+        return ExitCode.INVALID
     notes = [
         f"{gone} is not counted: the job no longer has a dataset {gone.name!r} "
         f"({args.dir}/manifest.json)"
-        for gone in left_out(args.dir)
+        for gone in gone_dirs
     ]
     notes += [
         f"{s.name}/{shard}: torn last line (a write cut short, e.g. a crash); not counted, "

@@ -15,6 +15,7 @@ from typing import Any
 # The card's and the summary's names are the contract's: `draftgen generate` reads them back.
 from draftgen.contract.export_cli import CARD_FILE, SUMMARY_FILE
 from draftgen.contract.generator_cli import ExitCode
+from draftgen.output.manifest import NewerSchema
 
 from . import card
 from .mix import parse_mix
@@ -278,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
             args.overwrite,
             args.specforge_text,
         )
-    except ExportError as err:
+    except (ExportError, NewerSchema) as err:
         print(f"draftgen export: {err}", file=sys.stderr)
         return ExitCode.INVALID
     except OSError as err:  # e.g. --out on a read-only filesystem

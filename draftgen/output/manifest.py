@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import draftgen.safe_json as safe_json
-from draftgen.errors import DraftgenError
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.errors import RunError
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -31,12 +32,27 @@ READS = (SCHEMA_VERSION - 1, SCHEMA_VERSION)
 VERSION_KEY = "schemaVersion"
 
 
+def _count(value: Any) -> int:
+    return value if type(value) is int else 0
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if type(value) in (int, float) else None
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
 class ManifestDamaged(ValueError):
     """A manifest that is not a JSON object (garbage, non-UTF-8, too deep)."""
 
 
-class NewerSchema(DraftgenError):
-    """The output was written by a newer draftgen than this one."""
+class NewerSchema(RunError):
+    """The output was written by a newer draftgen than this one: `generate` will not resume
+    it, `stats`, `top` and `export` will not read it."""
+
+    exit_code = ExitCode.INVALID
 
 
 def check_version(data: dict[str, Any], path: Path | str) -> int:
@@ -104,6 +120,42 @@ class DatasetManifest:
         out[VERSION_KEY] = SCHEMA_VERSION
         return out
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any], name: str = "") -> DatasetManifest:
+        """Tolerant (a manifest is a summary; the records are the truth): a missing or mistyped
+        field reads as nothing counted, not done. `name`: the dataset, when the manifest is an
+        entry of the job manifest's `datasets`."""
+        reasons = data.get("finish_reasons")
+        budget = data.get("budget")
+        return cls(
+            dataset=_str(data.get("dataset")) or name,
+            samples=_count(data.get("samples")),
+            prompt_tokens=_count(data.get("prompt_tokens")),
+            completion_tokens=_count(data.get("completion_tokens")),
+            finish_reasons=(
+                {k: v for k, v in reasons.items() if type(v) is int}
+                if isinstance(reasons, dict)
+                else {}
+            ),
+            truncation_rate=_number(data.get("truncation_rate")) or 0.0,
+            rejects=_count(data.get("rejects")),
+            tool_fallbacks=_count(data.get("tool_fallbacks")),
+            budget=(
+                {k: v for k, v in budget.items() if type(v) is int or v is None}
+                if isinstance(budget, dict)
+                else {}
+            ),
+            overshoot_completion_tokens=_count(data.get("overshoot_completion_tokens")),
+            overshoot_percent=_number(data.get("overshoot_percent")) or 0.0,
+            overshoot_samples=_count(data.get("overshoot_samples")),
+            done=data.get("done") is True,
+            exhausted=data.get("exhausted") is True,
+            updated_at=_str(data.get("updated_at")),
+            series=[s for s in data.get("series") or [] if isinstance(s, dict)]
+            if isinstance(data.get("series"), list)
+            else [],
+        )
+
 
 _DATASET_FIELDS = tuple(DatasetManifest.__dataclass_fields__)
 
@@ -129,6 +181,31 @@ class JobManifest:
         out["datasets"] = {name: m.to_json() for name, m in self.datasets.items()}
         out[VERSION_KEY] = SCHEMA_VERSION
         return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> JobManifest:
+        """Tolerant, as `DatasetManifest.from_json`; `ManifestDamaged` without a `datasets`
+        object (then it is not a job manifest)."""
+        datasets = data.get("datasets")
+        if not isinstance(datasets, dict):
+            raise ManifestDamaged("not a job manifest (no `datasets` object)")
+        eta = _number(data.get("eta_seconds"))
+        model = data.get("model")
+        return cls(
+            job=_str(data.get("job")),
+            model=model if isinstance(model, str) else "",
+            datasets={
+                str(n): DatasetManifest.from_json(d, str(n))
+                for n, d in datasets.items()
+                if isinstance(d, dict)
+            },
+            completion_tokens=_count(data.get("completion_tokens")),
+            samples=_count(data.get("samples")),
+            throughput_tokens_per_second=_number(data.get("throughput_tokens_per_second")) or 0.0,
+            eta_seconds=eta,
+            updated_at=_str(data.get("updated_at")),
+            done=data.get("done") is True,
+        )
 
 
 _JOB_FIELDS = tuple(JobManifest.__dataclass_fields__)

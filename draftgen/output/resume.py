@@ -11,6 +11,7 @@ from pathlib import Path
 from draftgen.contract import layout
 from draftgen.output.ledger import Ledger
 from draftgen.output.lines import Torn, read_lines
+from draftgen.output.manifest import ManifestDamaged, read_manifest
 from draftgen.output.record import BadRecord, Record, Reject
 from draftgen.spec import Budget
 
@@ -47,6 +48,12 @@ def scan_dataset(
 ) -> DatasetState:
     """Rebuild one dataset's state from `directory` (which may not exist yet)."""
     state = DatasetState(ledger=Ledger(dataset=name, budget=budget))
+    # Only the version is read: appending records of this schema to a newer one's would mix
+    # two formats in one dataset.
+    try:
+        read_manifest(layout.dataset_manifest(directory))
+    except ManifestDamaged:
+        pass
     torn: list[Torn] = []
     for index, path in layout.shard_files(directory):
         count = 0
