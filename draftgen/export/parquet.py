@@ -69,9 +69,9 @@ class _SplitWriter:
         self.files: list[Path] = []
         self.rows_in_file = 0
 
-    def add(self, row: dict[str, Any]) -> None:
-        self.buffer.append(row)
-        self.buffered_tokens += row["prompt_tokens"] + row["completion_tokens"]
+    def add(self, record: Record) -> None:
+        self.buffer.append(to_row(record))
+        self.buffered_tokens += len(record.input_ids) + len(record.output_ids)
         if len(self.buffer) >= ROW_GROUP_ROWS or self.buffered_tokens >= ROW_GROUP_TOKENS:
             self.flush()
 
@@ -112,7 +112,7 @@ def write(
             writer = writers.get(split)
             if writer is None:
                 writer = writers[split] = _SplitWriter(data_dir, split, rows_per_file)
-            writer.add(to_row(record))
+            writer.add(record)
     finally:
         for writer in writers.values():
             writer.close()
