@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from draftgen.output.counts import DatasetCounts
 from draftgen.output.record import Record
 
 from .mix import MixRule, copies_by_weight, select_by_tokens
@@ -49,15 +50,12 @@ class SplitCounts:
         self.completion_tokens += len(record.output_ids)
 
 
-@dataclass(slots=True)
-class DatasetSummary:
-    """What one dataset contributed, and what was left out and why."""
+@dataclass
+class DatasetSummary(DatasetCounts):
+    """What one dataset contributed, and what was left out and why. Its counts are of the
+    records read from the shards (after removing duplicate ids)."""
 
     name: str
-    records: int = 0
-    """Records read from the shards (after removing duplicate ids)."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     finish_reasons: Counter = field(default_factory=Counter)
     """Of the records read."""
     truncated_dropped: int = 0
@@ -88,7 +86,7 @@ class DatasetSummary:
 
     @property
     def truncation_rate(self) -> float:
-        return self.finish_reasons.get("length", 0) / self.records if self.records else 0.0
+        return self.finish_reasons.get("length", 0) / self.samples if self.samples else 0.0
 
     @property
     def exported(self) -> int:
@@ -183,9 +181,7 @@ def _eligible(
         seen.add(record.id)
         truncated = record.truncated
         if ds is not None:
-            ds.records += 1
-            ds.prompt_tokens += len(record.input_ids)
-            ds.completion_tokens += len(record.output_ids)
+            ds.count(len(record.input_ids), len(record.output_ids))
             ds.finish_reasons[record.finish_reason] += 1
             sampling = None if record.meta is None else record.meta.sampling
             if sampling is not None:

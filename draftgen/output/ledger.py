@@ -5,22 +5,21 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from draftgen.output.counts import DatasetCounts
 from draftgen.output.figures import DatasetFigures
 from draftgen.output.manifest import DatasetManifest
+from draftgen.output.record import Record
 from draftgen.spec import Budget
 from draftgen.timefmt import rfc3339
 
 
 @dataclass
-class Ledger:
+class Ledger(DatasetCounts):
     """Counts of one dataset's written records and rejects. Built from the shards on resume
     (the records are the truth), then updated as each record is written."""
 
     dataset: str
     budget: Budget
-    samples: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     finish_reasons: Counter = field(default_factory=Counter)
     completion_by_reason: Counter = field(default_factory=Counter)
     rejects: Counter = field(default_factory=Counter)
@@ -38,28 +37,31 @@ class Ledger:
         finish_reason: str,
         tool_fallback: bool = False,
     ) -> None:
-        self.samples += 1
+        self.count(prompt_tokens, completion_tokens)
         self.tool_fallbacks += tool_fallback
-        self.prompt_tokens += prompt_tokens
-        self.completion_tokens += completion_tokens
         self.finish_reasons[finish_reason] += 1
         self.completion_by_reason[finish_reason] += completion_tokens
+
+    def add_record(self, record: Record) -> None:
+        """Count a record as written (the one call the run makes per record)."""
+        self.add(
+            record.prompt_tokens,
+            record.completion_tokens,
+            record.finish_reason,
+            record.tool_fallback,
+        )
 
     def add_reject(self, reason: str) -> None:
         self.rejects[reason] += 1
 
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
     def figures(self) -> DatasetFigures:
         """The counts against the budget, figured as `draftgen stats` and `draftgen top` do."""
         return DatasetFigures(
-            self.budget,
-            self.samples,
-            self.prompt_tokens,
-            self.completion_tokens,
-            self.exhausted or self.closed,
+            budget=self.budget,
+            samples=self.samples,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            done=self.exhausted or self.closed,
         )
 
     def limit_met(self) -> str | None:

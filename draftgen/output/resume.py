@@ -77,9 +77,7 @@ def scan_dataset(
                 continue
             state.done_ids.add(rec.id)
             state.lengths.append(rec.completion_tokens)
-            state.ledger.add(
-                rec.prompt_tokens, rec.completion_tokens, rec.finish_reason, rec.tool_fallback
-            )
+            state.ledger.add_record(rec)
         state.next_shard, state.records_in_shard = index, count
     rejects = layout.rejects_file(directory)
     if rejects.exists():

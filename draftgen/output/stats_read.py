@@ -180,9 +180,7 @@ def _read_file(st: DatasetStats, path: Path, done_ids: set[str], warnings: list[
         if isinstance(rec.get("id"), str):
             done_ids.add(rec["id"])
         st.shapes.add(shape)
-        st.samples += 1
-        st.prompt_tokens += prompt
-        st.completion_tokens += completion
+        st.count(prompt, completion)
         st.truncated += truncated
         tokens += completion
         at = _created_at(rec)
