@@ -20,10 +20,10 @@ from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.generator.records import generation_record, reject_key, reject_record, write_manifests
 from draftgen.generator.run_settings import SampleSource, Settings
 from draftgen.generator.scheduling.admission import progress_speed
-from draftgen.generator.scheduling.capacity import HORIZON, Ready, next_launch
 from draftgen.generator.scheduling.datasets import Dataset, Flight, cancel_flights, open_datasets
 from draftgen.generator.scheduling.demand import budget_admits_sample, server_views
 from draftgen.generator.scheduling.feed import Feed
+from draftgen.generator.scheduling.room import HORIZON, Ready, next_launch
 from draftgen.generator.sglang.attempts import attempt
 from draftgen.generator.sglang.client import Generation, sampling_params
 from draftgen.generator.sglang.fleet import Fleet, RunError, Server, ServersDown

@@ -29,6 +29,11 @@ WARNING_REASONS = frozenset(
         "GeneratorUnschedulable",
         "GeneratorImagePullError",
         "GeneratorFailed",
+        "ChildRejected",
+        "PreflightUnschedulable",
+        "PreflightImagePullError",
+        "ModelDownloadUnschedulable",
+        "ModelDownloadImagePullError",
         *SERVER_FAILURE_REASONS,
     }
 )

@@ -25,8 +25,9 @@ from draftgen.contract.model_location import HubModel, parse
 from draftgen.spec import GenerationJobSpec, GenerationJobStatus
 from draftgen.spec.status import ModelDownloadStatus
 
-from . import decisions, names, observe, progress
+from . import decisions, names, observe, readings
 from .children import Children
+from .conditions import set_condition
 from .kube import Kube
 from .phases import Event
 from .render import first_run as render_first_run
@@ -108,8 +109,25 @@ class FirstRun:
         outcome, detail = observe.job_outcome(have)
         pods = self._pods(job, namespace, "model-download")
         if outcome == "running":
+            stuck = observe.first_stuck(
+                pods,
+                names.DOWNLOAD_CONTAINER,
+                "model download",
+                "model.volume.claimName and the cluster's CPU capacity",
+            )
+            if stuck is not None:
+                gate = self._stuck(status, "ModelReady", "ModelDownload", stuck, gen, now)
+                if gate is not None:
+                    status.model = model
+                    return gate
+                decisions.mark_downloading(status, model, gen, now, stuck.message)
+                reason = "ModelDownload" + stuck.reason
+                set_condition(
+                    status.conditions, "ModelReady", False, reason, stuck.message, gen, now
+                )
+                return WAIT
             for ip in observe.running_pod_ips(pods):
-                got = progress.download_progress(
+                got = readings.download_progress(
                     ip, download_cli.METRICS_PORT, self.settings.http_timeout_seconds
                 )
                 if got is not None:
@@ -121,6 +139,9 @@ class FirstRun:
         if outcome == "failed":
             status.model = model
             text = decisions.download_failure_message(model, detail, message)
+            set_condition(
+                status.conditions, "ModelReady", False, "ModelDownloadFailed", text, gen, now
+            )
             return Gate((Event.DOWNLOAD_FAILED, "ModelDownloadFailed", text))
         model.commit = decisions.download_commit(message) or model.commit
         decisions.mark_downloaded(status, model, gen, now)
@@ -151,18 +172,54 @@ class FirstRun:
             return WAIT
         assert have is not None
         outcome, _ = observe.job_outcome(have)
+        pods = self._pods(job, namespace, "preflight")
         if outcome == "running":
             decisions.mark_preflight_running(status, gen, now)
+            stuck = observe.first_stuck(
+                pods,
+                names.PREFLIGHT_CONTAINER,
+                "preflight",
+                "spec.inputs.claimName, model.volume.claimName and the cluster's CPU capacity",
+            )
+            if stuck is not None:
+                gate = self._stuck(status, "InputsValid", "Preflight", stuck, gen, now)
+                if gate is not None:
+                    return gate
+                status.message = stuck.message
+                reason = "Preflight" + stuck.reason
+                set_condition(
+                    status.conditions, "InputsValid", False, reason, stuck.message, gen, now
+                )
             return WAIT
-        pods = self._pods(job, namespace, "preflight")
         _, message = observe.termination_message(pods, names.PREFLIGHT_CONTAINER)
         report = decisions.preflight_report(message)
         if outcome == "failed":
             status.preflight = report
             text = decisions.preflight_failure_message(report, message)
+            set_condition(
+                status.conditions, "InputsValid", False, "PreflightFailed", text, gen, now
+            )
             return Gate((Event.PREFLIGHT_FAILED, "PreflightFailed", text))
         decisions.mark_preflight_passed(status, report, gen, now)
         return None
+
+    def _stuck(
+        self,
+        status: GenerationJobStatus,
+        condition: str,
+        prefix: str,
+        stuck: observe.Stuck,
+        gen: int | None,
+        now: str,
+    ) -> Gate | None:
+        """Fail once a stuck pod used up `stuck_pod_seconds`; None while it may still run."""
+        limit = self.settings.stuck_pod_seconds
+        if not decisions.stuck_too_long(stuck.since, now, limit):
+            return None
+        text, reason = decisions.gave_up(stuck.message, limit), prefix + stuck.reason
+        set_condition(status.conditions, condition, False, reason, text, gen, now)
+        event = Event.DOWNLOAD_FAILED if condition == "ModelReady" else Event.PREFLIGHT_FAILED
+        return Gate((event, reason, text))
 
 
 def meta_uid(owner: dict[str, Any]) -> str | None:

@@ -26,6 +26,7 @@ class KubeError(Exception):
 
     def __init__(self, status: int, message: str) -> None:
         self.status = status
+        self.message = message
         super().__init__(f"Kubernetes API {status}: {message}")
 
     @property

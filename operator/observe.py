@@ -14,6 +14,7 @@ from draftgen.contract.export_cli import ResultError, parse_results
 from draftgen.spec import ExportStatus
 
 from . import names
+from .conditions import parse_time
 
 # Words in a crash's termination message that mean the GPU ran out of memory.
 _CUDA_OOM = ("out of memory", "outofmemoryerror", "cuda error: out of memory")
@@ -29,6 +30,8 @@ class ServerHealth:
     """(reason, message) when the server will not come up by itself: the job fails."""
     waiting: tuple[str, str] | None = None
     """(reason, message) for a server that is not ready yet but may still become ready."""
+    waiting_since: str | None = None
+    """When the pod behind `waiting` got stuck (the deadline counts from it)."""
 
 
 def _container(pod: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -43,17 +46,17 @@ def server_health(pods: list[dict[str, Any]], crash_loop_restarts: int) -> Serve
     restarts = 0
     failure = None
     waiting = None
+    since = None
     for pod in pods:
         pod_name = pod["metadata"]["name"]
-        waiting = (
-            pod_stuck(
-                pod,
-                names.SERVER_CONTAINER,
-                "server",
-                "GPU capacity, server.nodeSelector, server.tolerations and the model claim",
-            )
-            or waiting
+        stuck = pod_stuck(
+            pod,
+            names.SERVER_CONTAINER,
+            "server",
+            "GPU capacity, server.nodeSelector, server.tolerations and the model claim",
         )
+        if stuck is not None:
+            waiting, since = stuck, stuck_since(pod)
         cs = _container(pod, names.SERVER_CONTAINER)
         if cs is None:
             continue
@@ -67,7 +70,7 @@ def server_health(pods: list[dict[str, Any]], crash_loop_restarts: int) -> Serve
         if count < crash_loop_restarts:
             continue
         failure = _crash_reason(pod_name, count, last)
-    return ServerHealth(restarts=restarts, failure=failure, waiting=waiting)
+    return ServerHealth(restarts=restarts, failure=failure, waiting=waiting, waiting_since=since)
 
 
 def pod_stuck(
@@ -91,6 +94,42 @@ def pod_stuck(
             f"{state_waiting.get('message', '')} (check {role}.image)",
         )
     return None
+
+
+def stuck_since(pod: dict[str, Any]) -> str | None:
+    """Since when a stuck pod has been stuck: when it became unschedulable, else (an image that
+    cannot be pulled) since it was created."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        unschedulable = cond.get("type") == "PodScheduled" and cond.get("status") == "False"
+        if unschedulable and cond.get("lastTransitionTime"):
+            return cond["lastTransitionTime"]
+    return (pod.get("metadata") or {}).get("creationTimestamp")
+
+
+@dataclasses.dataclass(frozen=True)
+class Stuck:
+    """A child's pod that cannot run: (reason, message) as `pod_stuck` says, and since when."""
+
+    reason: str
+    message: str
+    since: str | None
+
+
+def first_stuck(
+    pods: list[dict[str, Any]], container: str, role: str, scheduling_hint: str
+) -> Stuck | None:
+    """The first of `pods` that cannot be scheduled or pull its image."""
+    for pod in pods:
+        stuck = pod_stuck(pod, container, role, scheduling_hint)
+        if stuck is not None:
+            return Stuck(stuck[0], stuck[1], stuck_since(pod))
+    return None
+
+
+def stuck_since_first(pods: list[dict[str, Any]], container: str) -> str | None:
+    """Since when the first stuck pod of `pods` is stuck (None: none is)."""
+    stuck = first_stuck(pods, container, "", "")
+    return stuck.since if stuck is not None else None
 
 
 def generator_stuck(pods: list[dict[str, Any]]) -> tuple[str, str] | None:
@@ -191,6 +230,26 @@ def termination_message(pods: list[dict[str, Any]], container: str) -> tuple[int
     term = sorted(ended)[-1][2]
     code = term.get("exitCode")
     return (int(code) if code is not None else None), (term.get("message") or "").strip()
+
+
+LOST_POD_SECONDS = 600
+"""A pod still terminating this long after its deletion is on a node that will not report
+(lost): it is no longer waited for."""
+
+
+def live_pods(pods: list[dict[str, Any]], now: str) -> list[str]:
+    """Names of the pods that have not exited (not Succeeded or Failed), except those whose
+    node stopped reporting their deletion for `LOST_POD_SECONDS`."""
+    current = parse_time(now)
+    out = []
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        deleted = parse_time((pod.get("metadata") or {}).get("deletionTimestamp"))
+        if deleted and current and (current - deleted).total_seconds() > LOST_POD_SECONDS:
+            continue
+        out.append(pod["metadata"]["name"])
+    return out
 
 
 def running_pod_ips(pods: list[dict[str, Any]]) -> list[str]:

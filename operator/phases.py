@@ -36,6 +36,7 @@ class Event(enum.Enum):
     GENERATOR_SUCCEEDED = "the generator Job completed"
     GENERATOR_FAILED = "the generator Job ran out of retries"
     CHILD_NOT_OWNED = "an object of a child's name exists and is not controlled by the job"
+    CHILD_REJECTED = "the API server refused a child the job needs (422): retrying cannot help"
     OWNERSHIP_RETRY = "a job failed on a foreign object: try again (it may be gone)"
     SERVER_UNSUPPORTED = "the cluster lacks what the server needs (LeaderWorkerSet)"
     SERVER_SUPPORT_RETRY = "a job refused for a missing LeaderWorkerSet: try again (installed?)"
@@ -89,6 +90,8 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     # A foreign object holds a child's name: refused from wherever the reconcile meets it
     # (reading an ended job's generator Job too).
     **{(phase, Event.CHILD_NOT_OWNED): "Failed" for phase in PHASES},
+    # A child the API server refuses (422) fails the job until the spec changes.
+    **{(phase, Event.CHILD_REJECTED): "Failed" for phase in PHASES},
     # A refused job is tried again: fixed spec, gone foreign object, installed LeaderWorkerSet.
     ("Failed", Event.SPEC_FIXED): "Pending",
     ("Failed", Event.OWNERSHIP_RETRY): "Pending",

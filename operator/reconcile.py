@@ -21,17 +21,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from draftgen.plan.eta import format_duration
 from draftgen.spec import GenerationJobSpec, GenerationJobStatus, ServerStatus
 
-from . import decisions, names, observe, progress
+from . import decisions, names, observe, readings
 from .children import Adopt, Children
 from .conditions import drop_condition, now_rfc3339, set_condition
 from .first_run import FirstRun
-from .kube import Kube
+from .kube import Kube, KubeError
 from .ownership import NotOwned
 from .phases import TERMINAL, Event, enter
-from .plan import plan_figures
+from .plan_status import plan_figures
 from .policy import secret_problems
 from .render import generator as render_generator
 from .settings import OperatorSettings
@@ -105,10 +104,29 @@ class Reconciler:
         self.children = Children(kube, settings, adopt)
         self.first_run = FirstRun(kube, settings, self.children)
 
-    def delete_children(self, name: str, namespace: str, uid: str | None) -> None:
-        """Everything the job created and controls (owner references let a real cluster's GC
-        do the same); objects of the same names it does not control stay."""
+    @property
+    def _stuck_limit(self) -> int:
+        return self.settings.stuck_pod_seconds
+
+    def delete_children(
+        self, name: str, namespace: str, uid: str | None, phase: str | None = None
+    ) -> list[str]:
+        """The generator first: while its pods run (they may be writing their last records)
+        nothing else is deleted and their names are returned, to be asked again. Then
+        everything the job created and controls (owner references let a real cluster's GC do
+        the same); objects of the same names it does not control stay."""
+        job = self.kube.get("Job", namespace, names.generator_name(name))
+        ended = phase in TERMINAL or (job is not None and observe.job_outcome(job)[0] != "running")
+        if not ended:
+            # Running (or already being deleted): its pods may still write. An ended job's or
+            # Job's pods have exited, whatever a stale pod status says.
+            self.children.stop_job(names.generator_name(name), namespace, uid)  # if it is ours
+            pods = self.kube.list("Pod", namespace, names.selector(name, "generator"))
+            running = observe.live_pods(pods, now_rfc3339())
+            if running:
+                return running
         self.children.delete_all(name, namespace, uid)
+        return []
 
     def reconcile_stored(self, namespace: str, name: str) -> tuple[JobRef, Outcome] | None:
         """What every handler does: reconcile the job as it is stored now (not as an event
@@ -131,23 +149,47 @@ class Reconciler:
         gen = ref.generation
         spec, problems = check(ref.name, ref.spec, self.settings)
         if spec is None:
-            decisions.reject_spec(status, problems, gen, now)
-            return Outcome(status_to_wire(status))
+            return self._rejected(ref, status, problems, now)
         problems = secret_problems(self.kube, spec, ref.namespace, self.settings)
         if problems:  # the policy's secret label: needs the Secret, so checked here
-            decisions.reject_spec(status, problems, gen, now)
-            return Outcome(status_to_wire(status))
+            return self._rejected(ref, status, problems, now)
         set_condition(status.conditions, "SpecValid", True, "Valid", "spec accepted", gen, now)
         status.warnings = spec.warnings()
         if decisions.was_rejected(status):
             enter(status, Event.SPEC_FIXED)
             status.message = ""
+            status.completion_time = None
         try:
             return self._act(ref, spec, status, gen, now)
         except NotOwned as err:
             # Nothing was written to the foreign object; the status says which one it is.
             decisions.mark_not_owned(status, err, gen, now)
             return Outcome(status_to_wire(status))
+        except KubeError as err:
+            if err.status != 422:
+                raise
+            # A child the API server refuses is refused the same way on every poll: fail with
+            # its words and the spec's field instead of retrying forever.
+            message = decisions.child_rejected_message(ref.spec, err.message)
+            return self._fail(
+                ref,
+                spec,
+                status,
+                Event.CHILD_REJECTED,
+                decisions.CHILD_REJECTED_REASON,
+                message,
+                now,
+            )
+
+    def _rejected(
+        self, ref: JobRef, status: GenerationJobStatus, problems: list[str], now: str
+    ) -> Outcome:
+        decisions.reject_spec(status, problems, ref.generation, now)
+        ended = status.phase == "Failed"
+        delete_job = ended and decisions.ttl_expired(
+            decisions.raw_ttl(ref.spec), status.completion_time, now
+        )
+        return Outcome(status_to_wire(status), delete_job=delete_job)
 
     def _act(
         self,
@@ -293,6 +335,10 @@ class Reconciler:
             set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)
             return self._fail(ref, spec, status, Event.SERVER_FAILED, reason, message, now)
 
+        late = decisions.overdue(health.waiting, health.waiting_since, now, self._stuck_limit)
+        if late is not None and ready < spec.server.replicas:
+            set_condition(status.conditions, "ServerReady", False, *late, gen, now)
+            return self._fail(ref, spec, status, Event.SERVER_FAILED, *late, now)
         if ready < spec.server.replicas and job is None:
             decisions.mark_server_starting(
                 status, health.waiting, ready, spec.server.replicas, gen, now
@@ -300,7 +346,9 @@ class Reconciler:
             return Outcome(status_to_wire(status))
         decisions.mark_server_ready(status, ready, spec.server.replicas, gen, now)
         if status.server.max_total_num_tokens is None:
-            status.server.max_total_num_tokens = self._read_kv_capacity(spec, server_pods)
+            status.server.max_total_num_tokens = readings.kv_capacity(
+                spec, server_pods, self.settings.http_timeout_seconds
+            )
 
         self.children.ensure_config(ref.body, ref.name, ref.namespace, document, digest)
         action = decisions.generator_action(job, digest)
@@ -336,10 +384,12 @@ class Reconciler:
         gen = ref.generation
         outcome, detail = observe.job_outcome(job)
         gen_pods = self.kube.list("Pod", ref.namespace, names.selector(ref.name, "generator"))
-        self._read_progress(spec, gen_pods, status)
+        readings.read_into(status, spec, gen_pods, self.settings.http_timeout_seconds)
         if outcome == "failed":
             message = decisions.generator_failure_message(
-                spec.generator.backoff_limit, detail, observe.generator_failure_detail(gen_pods)
+                int((job.get("status") or {}).get("failed") or 0),
+                detail,
+                observe.generator_failure_detail(gen_pods),
             )
             # The failed Job has no running pod: keep it, so its pods' logs stay readable and a
             # restarted operator (or a lost status write) finds the same failure instead of
@@ -361,41 +411,10 @@ class Reconciler:
             decisions.mark_succeeded(status, gen, now)
             return self._finished(ref, spec, status, now)
         status.plan = plan_figures(ref.name, ref.namespace, spec, status) or status.plan
-        decisions.mark_generator_running(status, observe.generator_stuck(gen_pods), gen, now)
+        stuck = observe.generator_stuck(gen_pods)
+        since = observe.stuck_since_first(gen_pods, names.GENERATOR_CONTAINER)
+        late = decisions.overdue(stuck, since, now, self._stuck_limit)
+        if late is not None:
+            return self._fail(ref, spec, status, Event.GENERATOR_FAILED, *late, now)
+        decisions.mark_generator_running(status, stuck, gen, now)
         return Outcome(status_to_wire(status))
-
-    # -- reads from the pods -----------------------------------------------------------------
-    def _read_kv_capacity(
-        self, spec: GenerationJobSpec, server_pods: list[dict[str, Any]]
-    ) -> int | None:
-        # A multi-node group's workers serve no HTTP: ask its leaders only.
-        leaders = [
-            p
-            for p in server_pods
-            if ((p.get("metadata") or {}).get("labels") or {}).get(names.ROLE_LABEL)
-            != names.WORKER_ROLE
-        ]
-        for ip in observe.running_pod_ips(leaders):
-            kv = progress.server_kv_capacity(
-                ip, spec.server.port, self.settings.http_timeout_seconds
-            )
-            if kv is not None:
-                return kv
-        return None
-
-    def _read_progress(
-        self, spec: GenerationJobSpec, pods: list[dict[str, Any]], status: GenerationJobStatus
-    ) -> None:
-        for ip in observe.running_pod_ips(pods):
-            got = progress.scrape(
-                ip, spec.generator.metrics_port, self.settings.http_timeout_seconds
-            )
-            if got is None:
-                continue
-            status.datasets = got.datasets
-            status.completion_tokens = got.completion_tokens
-            status.progress = got.percent()
-            status.throughput_tokens_per_second = got.throughput_tokens_per_second
-            status.eta_seconds = got.eta_seconds
-            status.eta = format_duration(got.eta_seconds)
-            return

@@ -84,6 +84,12 @@ class OperatorSettings:
     """Run the preflight Job (every dataset's first rows through the parsers and the tokenizer)
     before creating a job's server; off, the server is created at once (docs/operator.md)."""
 
+    stuck_pod_seconds: int = 1800
+    """How long a child's pod (model download, preflight, server, generator) may stay
+    unschedulable or unable to pull its image before the job fails with that reason; it is
+    reported at once either way. 0: report only, never fail (chart value
+    `operator.stuckPodSeconds`)."""
+
     crash_loop_restarts: int = 3
     """Server container restarts after which the job fails with the crash reason instead of
     waiting forever (a 1T model that OOMs at load would otherwise restart for hours)."""
@@ -132,8 +138,26 @@ class OperatorSettings:
     Service to the pod IP: the chart sets 0.0.0.0, value `operator.webhook.address`)."""
 
     webhook_host: str | None = None
-    """Host name the API server uses to reach the webhook (a Service DNS name); None lets kopf
-    detect it."""
+    """Host name in the webhook's self-signed certificate (the Service's DNS name); without a
+    `webhook_service_name`, also the host of the `url:` the API server is given (which it
+    resolves with its own DNS, not the cluster's: no `*.svc` names). None lets kopf detect it."""
+
+    webhook_service_name: str = ""
+    """The Service in front of the webhook: registered as a `service:` clientConfig (namespace,
+    name, port, path), which the API server reaches through the cluster's Service routing; the
+    chart sets `<release>-webhook`. Empty registers a `url:` instead (a webhook outside the
+    cluster, or tests)."""
+
+    webhook_service_namespace: str = ""
+    """Namespace of that Service (empty: `operator_namespace`)."""
+
+    webhook_service_port: int = 443
+    """The Service's port (not the container's): chart value `operator.webhook.servicePort`."""
+
+    webhook_cafile: str | None = None
+    """CA bundle (PEM) given to the API server to verify the webhook's certificate, e.g. the
+    `ca.crt` of a cert-manager Secret; used only if the file exists, else the certificate
+    itself is the bundle (right for a self-signed one)."""
 
     webhook_certfile: str | None = None
     """TLS certificate of the webhook server (PEM), e.g. mounted from a cert-manager Secret.

@@ -9,7 +9,9 @@ each field and its fix); editing the spec re-runs the check.
 The webhook refuses the same specs at `kubectl apply` time. It is off by default; enable it with
 `DRAFTGEN_OPERATOR_WEBHOOK=1` (Helm: `operator.webhook.enabled`): kopf then serves HTTPS on
 `DRAFTGEN_OPERATOR_WEBHOOK_PORT` and manages a ValidatingWebhookConfiguration named
-`draftgen.io` pointing at it (see docs/operator.md for certificates and the Service).
+`draftgen.io` pointing at it through the webhook's Service (operator/webhook.py; see
+docs/operator.md for certificates). It judges creates and spec changes only: metadata edits and
+an object being deleted always pass.
 
 The admin's policy (operator/policy.py: allowed images, claims, Secrets) is part of `check`, so
 it is applied at admission and at every reconcile alike.
@@ -23,6 +25,7 @@ from draftgen.contract.model_location import is_hub
 from draftgen.spec import GenerationJobSpec, SpecError, parse_spec
 
 from .kube import Kube
+from .pod_rules import pod_problems
 from .policy import policy_problems, secret_problems
 from .settings import OperatorSettings, effective_spec
 
@@ -52,7 +55,7 @@ def cluster_problems(spec: GenerationJobSpec) -> list[str]:
             "1T-parameter model is about 600 GB, more than a pod's disk): set "
             "model.volume: {claimName: <a claim of that size>, mountPath: /models}"
         )
-    return problems
+    return problems + pod_problems(spec)
 
 
 def check(
@@ -107,7 +110,13 @@ def register_webhook(settings: OperatorSettings, kube: Kube | None = None) -> No
     @kopf.on.validate(
         GROUP, VERSION, PLURAL, id="generationjob-spec", operations=["CREATE", "UPDATE"]
     )
-    def validate_generationjob(body: Any, **_: Any) -> None:
+    def validate_generationjob(
+        body: Any, operation: str | None = None, old: Any = None, **_: Any
+    ) -> None:
+        from .webhook import needs_validation
+
+        if not needs_validation(operation, old, body):
+            return  # metadata only, or being deleted (operator/webhook.py)
         problems = admission_problems(dict(body), settings, kube)
         if problems:
             raise kopf.AdmissionError("GenerationJob is invalid: " + "; ".join(problems), code=422)

@@ -77,6 +77,29 @@ def check_sharding(job: GenerationJob, base_dir: Path) -> str | None:
     return None
 
 
+def check_layout(job: GenerationJob, base_dir: Path) -> str | None:
+    """When the planner can tell (the model's config and free memory known here): why the
+    server's attention layout cannot start, or its one rank's pool cannot hold the longest
+    request; else None."""
+    from draftgen.plan.layout_stage import rank_fit_problem
+    from draftgen.plan.planner import PlanInputs, build_plan
+
+    server = job.spec.server
+    if server.attention_data_parallel_size == 1 and server.decode_context_parallel_size == 1:
+        return None
+    try:
+        plan = build_plan(job, PlanInputs(base_dir=base_dir))
+    except ValueError:  # MemoryInputError, ModelConfigError: `draftgen plan` reports them
+        return None
+    row = next((r for r in plan.layouts if r.current), None)
+    if row is not None and row.status == "cannot start":
+        return (
+            f"spec.server.attentionDataParallelSize: {row.layout.label()} cannot start: "
+            f"{row.reason} (draftgen plan prints every layout)"
+        )
+    return rank_fit_problem(plan, job)
+
+
 def cluster_problems(doc: JobDocument) -> list[str]:
     """What the operator would refuse in this document: its admission check (the webhook's:
     the spec, the claims a cluster needs, the admin's policy from its settings, the name)."""
@@ -98,9 +121,9 @@ def problems_of(doc: JobDocument, local: bool) -> tuple[GenerationJob | None, li
         problems += [p for p in cluster_problems(doc) if p not in problems]
     if job is None:
         return None, problems
-    sharding = check_sharding(job, doc.base_dir)
-    if sharding is not None:
-        problems.append(sharding)
+    for problem in (check_sharding(job, doc.base_dir), check_layout(job, doc.base_dir)):
+        if problem is not None:
+            problems.append(problem)
     return job, problems
 
 

@@ -3,7 +3,7 @@ sets of label values, defined once.
 
 `generator/telemetry/metrics.py` builds its prometheus_client objects from these definitions, and
 docs/metrics.md is generated from them (`make metrics-doc`; tests/contract checks it is current).
-The page is read back by `read_generator_page` below, the one parser `operator/progress.py` and
+The page is read back by `read_generator_page` below, the one parser `operator/readings.py` and
 `draftgen top` both call: it knows the names and labels because this module owns them.
 """
 

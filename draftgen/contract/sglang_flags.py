@@ -30,6 +30,13 @@ class SGLangFlag(enum.StrEnum):
     HOST = "--host"
     PORT = "--port", "port"
     TP_SIZE = "--tp-size", "tensorParallelSize"
+    ATTN_DP_SIZE = "--attn-dp-size", "attentionDataParallelSize"
+    """Data-parallel attention: attention groups of tp/d GPUs, one scheduler and KV pool each."""
+    DCP_SIZE = "--dcp-size", "decodeContextParallelSize"
+    """Decode context parallelism: each request's KV striped over dcp ranks of a TP group."""
+    DP_SIZE = "--dp-size"
+    """Plain data parallelism inside one server (model copies): read from extraArgs to refuse
+    it beside attention data parallelism, which SGLang 0.5.23 does not combine with it."""
     MEM_FRACTION_STATIC = "--mem-fraction-static", "memFractionStatic"
     KV_CACHE_DTYPE = "--kv-cache-dtype", "kvCacheDtype"
     ENABLE_HIERARCHICAL_CACHE = "--enable-hierarchical-cache", "hierarchicalCache.enabled"
@@ -51,6 +58,8 @@ class SGLangFlag(enum.StrEnum):
     """Pipeline parallelism: read from extraArgs to refuse it across nodes (spec/server.py)."""
     # Read by the planner from extraArgs.
     MAX_TOTAL_TOKENS = "--max-total-tokens"
+    CUDA_GRAPH_MAX_BS_DECODE = "--cuda-graph-max-bs-decode"
+    """The largest decode batch captured in a CUDA graph (per DP-attention rank)."""
     PAGE_SIZE = "--page-size"
     # CPU test servers (docs in /work/shared/notes/sglang.md).
     DEVICE = "--device"
@@ -76,6 +85,10 @@ ALIASES: dict[str, SGLangFlag] = {
 REFUSED: dict[str, str] = {
     "help": "SGLang would print its help and exit instead of serving",
     "host": "draftgen binds the server to 0.0.0.0 so the generator and the probes reach it",
+    "enable_dp_attention": (
+        "it is SGLang's older spelling of attention data parallelism (with --dp-size it becomes "
+        "--attn-dp-size); set spec.server.attentionDataParallelSize instead"
+    ),
     "config": (
         "SGLang would read further flags from that file, where the spec cannot check them; "
         "give them in extraArgs"

@@ -8,6 +8,7 @@ from draftgen.spec import GenerationJob, ServerSpec
 
 from . import concurrency, kvcache
 from . import headroom as headroom_mod
+from . import layouts as layouts_mod
 from .figures import Plan, PlanInputs, WhatIf
 from .kvcache import MemoryInputError, MemoryProfile, StartLog
 from .modelconfig import ModelConfig, ModelConfigError, config_location, load_model_config
@@ -125,10 +126,12 @@ def plan_kv_capacity(plan: Plan, job: GenerationJob, inputs: PlanInputs) -> None
     plan.model = _model(job, inputs, plan)
     if plan.model is not None:
         check_tensor_parallel(plan.model, tp)
-    plan.memory = _memory(job, inputs, plan.model, plan)
+    plan.measured_memory = _memory(job, inputs, plan.model, plan)
+    plan.measured_attention_dp = _measured_attention_dp(job, inputs)
+    plan.memory = _at_layout(plan)
     max_total_tokens, page_size = pool_limits(job.spec.server)
     if plan.model and plan.memory:
-        cell = plan.model.cell_bytes(plan.kv_cache_dtype, tp)
+        cell = plan.model.cell_bytes(plan.kv_cache_dtype, tp // plan.layout.attention_dp)
         plan.capacity = kvcache.kv_capacity(
             plan.memory,
             plan.mem_fraction_static,
@@ -151,8 +154,43 @@ def plan_kv_capacity(plan: Plan, job: GenerationJob, inputs: PlanInputs) -> None
             f"{tp}: free memory per rank was re-derived for tp {tp} (an estimate); measure a "
             "start like the job's"
         )
+    if plan.capacity:
+        # One rank's rows hold dcp× the request tokens; the server has attention_dp such ranks.
+        plan.rank_pool_tokens = plan.capacity.tokens * plan.layout.dcp
     plan.capacity_tokens = inputs.observed_kv_capacity_tokens or (
-        plan.capacity.tokens if plan.capacity else None
+        plan.rank_pool_tokens * plan.layout.attention_dp if plan.rank_pool_tokens else None
+    )
+
+
+def _measured_attention_dp(job: GenerationJob, inputs: PlanInputs) -> int:
+    """The layout free memory was measured at: spec.planning.measured's, else plain TP."""
+    given = inputs.start_log is not None or inputs.free_before_load_gib is not None
+    measured = job.spec.planning.measured
+    return measured.attention_data_parallel_size if measured and not given else 1
+
+
+def _at_layout(plan: Plan) -> MemoryProfile | None:
+    """Free memory at the server's own layout: the extra attention weights DP attention puts on
+    each GPU come out of what is free after loading (layouts.memory_at)."""
+    memory, model = plan.measured_memory, plan.model
+    if memory is None or plan.layout.attention_dp == plan.measured_attention_dp:
+        return memory
+    if model is None:
+        return memory
+    try:
+        weights = layouts_mod.weights_of(model)
+    except layouts_mod.LayoutNotPlanned as err:
+        plan.warnings.append(
+            f"server.attentionDataParallelSize {plan.layout.attention_dp}: {err}; the pool is "
+            "planned as if each GPU held no more weights"
+        )
+        return memory
+    return layouts_mod.memory_at(
+        memory,
+        weights,
+        plan.tensor_parallel_size,
+        plan.layout.attention_dp,
+        plan.measured_attention_dp,
     )
 
 
@@ -174,10 +212,12 @@ def _what_if(
     plan: Plan, job: GenerationJob, max_total_tokens: int | None, page_size: int
 ) -> list[WhatIf]:
     assert plan.memory and plan.model
-    tp = plan.tensor_parallel_size
+    attn_tp = plan.tensor_parallel_size // plan.layout.attention_dp
     lossy = other_kv_dtype(plan.kv_cache_dtype)
-    cell = plan.model.cell_bytes(plan.kv_cache_dtype, tp)
-    other_cell = plan.model.cell_bytes(lossy, tp)
+    cell = plan.model.cell_bytes(plan.kv_cache_dtype, attn_tp)
+    other_cell = plan.model.cell_bytes(lossy, attn_tp)
+    d, rank_mrr = plan.layout.attention_dp, plan.max_running_requests
+    rank_mrr = rank_mrr // d if rank_mrr else None  # SGLang divides it over the DP ranks
     rows = []
     for mf in sorted(set(WHAT_IF_FRACTIONS) | {plan.mem_fraction_static}):
         cap = kvcache.kv_capacity(
@@ -187,15 +227,23 @@ def _what_if(
         room = headroom_mod.headroom(
             plan.memory, cap, job.spec.planning.cuda_graph_gib, job.spec.planning.min_headroom_gib
         )
+        rank = cap.tokens * plan.layout.dcp
         decodes = (
-            concurrency.concurrent_decodes(
-                cap.tokens, plan.mean_sequence_tokens, plan.max_running_requests
-            )
+            d * concurrency.concurrent_decodes(rank, plan.mean_sequence_tokens, rank_mrr)
             if plan.mean_sequence_tokens
             else None
         )
+        server = d * plan.layout.dcp
         rows.append(
-            WhatIf(mf, cap.tokens, lossy, other.tokens, decodes, room.after_graphs_gib, room.thin)
+            WhatIf(
+                mf,
+                cap.tokens * server,
+                lossy,
+                other.tokens * server,
+                decodes,
+                room.after_graphs_gib,
+                room.thin,
+            )
         )
     return rows
 

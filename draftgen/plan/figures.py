@@ -12,6 +12,8 @@ from .concurrency import DatasetLengths, ThroughputVerdict
 from .eta import DatasetWork, Eta
 from .headroom import Headroom
 from .kvcache import KVCapacity, MemoryProfile, StartLog
+from .layout_table import LayoutRow
+from .layouts import Layout
 from .modelconfig import ModelConfig
 
 
@@ -91,3 +93,16 @@ class Plan:
 
     eta_guesses: list[str] = field(default_factory=list)
     """The estimated (not measured) inputs the ETA rests on, each with what would measure it."""
+
+    layout: Layout = field(default_factory=Layout)
+    """The server's attention layout (`attentionDataParallelSize`, `decodeContextParallelSize`)."""
+    rank_pool_tokens: int | None = None
+    """One rank's pool in request tokens: the longest request the server can hold."""
+    measured_memory: MemoryProfile | None = None
+    """Free memory at the layout it was measured (or estimated) at, before re-sharding."""
+    measured_attention_dp: int = 1
+    attention_weights_formula: str | None = None
+    layouts: list[LayoutRow] = field(default_factory=list)
+    """The what-if table over every layout of the server's GPUs."""
+    layout_notes: list[str] = field(default_factory=list)
+    """Why the layout table is missing or what its figures rest on."""

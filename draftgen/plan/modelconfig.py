@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from draftgen.contract.model_location import is_hub
 
+from .attention_weights import AttentionDtype, MLAShapes, attention_dtype
+
 CONFIG_NAME = "config.json"
 INDEX_NAME = "model.safetensors.index.json"
 
@@ -49,6 +51,15 @@ class ModelConfig:
     v_head_dim: int | None = None
     weights_bytes: int | None = None
     """Total safetensors size, when the weights directory was readable."""
+
+    hidden_size: int | None = None
+    vocab_size: int | None = None
+    attention_dtype: AttentionDtype | None = None
+    """How the checkpoint stores the attention projections (from `quantization_config`)."""
+
+    mla_shapes: MLAShapes | None = None
+    """An MLA model's attention shapes (sizing the weights DP attention copies); None when the
+    config lacks one of them."""
 
     def kv_element_bytes(self, kv_cache_dtype: str) -> int:
         """Bytes of one cached element for `--kv-cache-dtype`."""
@@ -130,6 +141,7 @@ def parse_model_config(data: Any, source: str = CONFIG_NAME) -> ModelConfig:
     if cfg.get("kv_lora_rank"):
         return config(
             attention="mla",
+            mla_shapes=_mla_shapes(cfg, num_layers, dtype),
             kv_lora_rank=_int(cfg, "kv_lora_rank", source),
             qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", source),
             num_heads=_int(cfg, "num_attention_heads", source)
@@ -139,12 +151,39 @@ def parse_model_config(data: Any, source: str = CONFIG_NAME) -> ModelConfig:
     heads = _int(cfg, "num_attention_heads", source)
     kv_heads = cfg.get("num_key_value_heads") or heads
     head_dim = cfg.get("head_dim") or _int(cfg, "hidden_size", source) // heads
+    size = cfg.get("hidden_size")
+    vocab = cfg.get("vocab_size")
     return config(
         attention="mha",
+        hidden_size=size if isinstance(size, int) and size > 0 else None,
+        vocab_size=vocab if isinstance(vocab, int) and vocab > 0 else None,
+        attention_dtype=attention_dtype(cfg, dtype),
         num_heads=heads,
         num_kv_heads=int(kv_heads),
         head_dim=int(head_dim),
         v_head_dim=int(cfg.get("v_head_dim") or head_dim),
+    )
+
+
+def _mla_shapes(cfg: dict[str, Any], num_layers: int, dtype: str) -> MLAShapes | None:
+    """The shapes `attention_weights` needs, or None when one is missing (the planner then
+    leaves DP attention unplanned and says so)."""
+    keys = ("hidden_size", "num_attention_heads", "kv_lora_rank", "qk_nope_head_dim",
+            "qk_rope_head_dim", "v_head_dim", "vocab_size")  # fmt: skip
+    if any(not isinstance(cfg.get(k), int) or cfg[k] <= 0 for k in keys):
+        return None
+    q_lora = cfg.get("q_lora_rank")
+    return MLAShapes(
+        num_layers=num_layers,
+        hidden_size=cfg["hidden_size"],
+        num_heads=cfg["num_attention_heads"],
+        q_lora_rank=q_lora if isinstance(q_lora, int) and q_lora > 0 else None,
+        kv_lora_rank=cfg["kv_lora_rank"],
+        qk_nope_head_dim=cfg["qk_nope_head_dim"],
+        qk_rope_head_dim=cfg["qk_rope_head_dim"],
+        v_head_dim=cfg["v_head_dim"],
+        vocab_size=cfg["vocab_size"],
+        attention=attention_dtype(cfg, dtype),
     )
 
 

@@ -16,6 +16,8 @@ from draftgen.spec.hostmem import HostMemoryCheck, check_host_memory
 from .capacity import check_tensor_parallel, plan_headroom, plan_kv_capacity
 from .figures import Plan, PlanInputs
 from .kvcache import MemoryInputError
+from .layout_stage import plan_layouts
+from .layouts import Layout
 from .modelconfig import ModelConfigError
 from .workload import plan_eta, plan_throughput
 
@@ -51,6 +53,7 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
         max_running_requests=server.max_running_requests,
         nodes_per_replica=server.nodes_per_replica,
         schedule_conservativeness=job.spec.schedule_conservativeness,
+        layout=Layout(server.attention_data_parallel_size, server.decode_context_parallel_size),
     )
     plan.warnings.extend(server.warnings())
     plan_kv_capacity(plan, job, inputs)  # 1. KV capacity
@@ -58,6 +61,7 @@ def build_plan(job: GenerationJob, inputs: PlanInputs | None = None) -> Plan:
     plan.host_memory = _host_memory(server)  # 3. host memory, on each node
     plan_headroom(plan, job)  # 4. headroom, and what other fractions and dtypes would give
     plan_eta(plan, inputs)  # 5. ETA
+    plan_layouts(plan, job, inputs)  # 6. every attention layout of the same GPUs
     return plan
 
 

@@ -12,6 +12,7 @@ from .capacity import other_kv_dtype
 from .eta import format_duration
 from .figures import Plan
 from .kvcache import GiB
+from .layouts import Layout
 
 
 def _n(value: float | None, digits: int = 0) -> str:
@@ -24,13 +25,20 @@ def _cell_formula(plan: Plan) -> str:
     model, cap = plan.model, plan.capacity
     assert model and cap
     element = model.kv_element_bytes(plan.kv_cache_dtype)
+    layout = plan.layout
     if model.attention == "mla":
+        where = (
+            "on every rank (the MLA latent is replicated, so one rank's pool is the server's "
+            "capacity)"
+            if layout == Layout()
+            else f"on every GPU of an attention group; {layout.label()}: a GPU's rows hold "
+            f"{layout.dcp}× request tokens, the server {layout.attention_dp} such pools"
+        )
         return (
             f"({model.kv_lora_rank} + {model.qk_rope_head_dim}) × {model.num_layers} layers × "
-            f"{element} bytes = {cap.cell_bytes:,} bytes per token, on every rank (the MLA "
-            "latent is replicated, so one rank's pool is the server's capacity)"
+            f"{element} bytes = {cap.cell_bytes:,} bytes per token, {where}"
         )
-    heads = model.kv_heads_per_rank(plan.tensor_parallel_size)
+    heads = model.kv_heads_per_rank(plan.tensor_parallel_size // layout.attention_dp)
     return (
         f"{heads} KV heads per rank × ({model.head_dim} + {model.v_head_dim or model.head_dim})"
         f" × {model.num_layers} layers × {element} bytes = {cap.cell_bytes:,} bytes per token "
@@ -98,6 +106,63 @@ def _capacity(plan: Plan) -> list[str]:
     return out
 
 
+_BASIS = {"measured": "meas", "job": "job", "estimated": "est", "upper bound": "≤"}
+
+
+def _layouts(plan: Plan) -> list[str] | None:
+    """The what-if table over every attention layout (layout_table.py), or why there is none."""
+    if not plan.layouts:
+        return plan.layout_notes or None
+    plain = next((r for r in plan.layouts if r.layout == Layout()), None)
+    base = plain.total_tokens if plain and plain.total_tokens else None
+    out = [
+        f"  {'layout':<18} {'attn TP':>7} {'+weights':>9} {'pool/rank':>10} {'server':>10} "
+        f"{'×':>5} {'decodes':>7} {'tok/s/req':>10} {'ceiling':>8} {'ETA':>7}  status"
+    ]
+    for r in plan.layouts:
+        mark = (" ← job" if r.current else "") + ("  ★ best lossless" if r.best else "")
+        ratio = f"{r.total_tokens / base:.2f}" if base and r.starts else "-"
+        speed = (
+            f"{_BASIS[r.speed_basis]} {r.decode_tokens_per_second:.1f}"
+            if r.decode_tokens_per_second and r.speed_basis
+            else "?"
+        )
+        out.append(
+            f"  {r.layout.label():<18} {r.attention_tp:>7} {r.extra_weights_gib:>+5.2f} GiB "
+            f"{_n(r.rank_tokens):>10} {_n(r.total_tokens):>10} {ratio:>5} "
+            f"{_n(r.decodes) if r.starts else '-':>7} {speed:>10} "
+            f"{_n(r.ceiling_tokens_per_second) if r.starts else '-':>8} "
+            f"{(format_duration(r.eta_seconds) or '?') if r.starts else '-':>7}  {r.status}{mark}"
+        )
+    for r in plan.layouts:
+        if r.reason:
+            out.append(f"  {r.layout.label()}: {r.status}: {r.reason}")
+    best = next((r for r in plan.layouts if r.best), None)
+    lossy = plan.kv_cache_dtype.startswith("fp8")
+    if best is not None:
+        advice = f" and extraArgs [{', '.join(best.advice.split())}]" if best.advice else ""
+        out.append(
+            f"  best {'(at lossy ' + plan.kv_cache_dtype + ' KV) ' if lossy else 'lossless '}"
+            f"layout (a plan, not a measurement): {best.layout.label()}: server."
+            f"{best.layout.flags().replace(', ', ', server.')}{advice}"
+        )
+    out += [
+        "  pool/rank is one attention group's pool and the longest request it holds; server = "
+        "pool/rank × groups; decodes fit per rank",
+        "  estimated: per-request speed at another layout (decoding reads every weight a GPU "
+        "holds each step: speed × weights per GPU at the job's layout / at this one); DP "
+        "attention pads each step to the busiest rank, so the ceiling assumes balanced ranks; "
+        "DCP's per-step exchange of partial attention outputs is not modelled (≤: an upper "
+        "bound, never marked best without spec.planning.measuredLayouts)",
+        "  graphs: the job's CUDA-graph memory plus SGLang's DP-attention allowance "
+        "(memory_hook.reserve_for_graph_mb: max_bs × d × 3 MB, +1.5 above 300); a row may ask "
+        "for a decode graph batch that covers one rank's decodes",
+    ]
+    if plan.attention_weights_formula:
+        out.append(f"  weights: {plan.attention_weights_formula}")
+    return out + [f"  {n}" for n in plan.layout_notes]
+
+
 def _concurrency(plan: Plan) -> list[str]:
     out = ["Concurrency and throughput"]
     for d in plan.lengths:
@@ -116,10 +181,19 @@ def _concurrency(plan: Plan) -> list[str]:
             if plan.max_running_requests and plan.decodes == plan.max_running_requests
             else ""
         )
-        out.append(
-            f"  decodes that fit: {plan.capacity_tokens:,} / "
-            f"{plan.mean_sequence_tokens:,.0f} = {plan.decodes}{cap} per replica"
-        )
+        groups = plan.layout.attention_dp
+        ranks = plan.rank_pool_tokens
+        if groups > 1 and ranks and plan.capacity_tokens == ranks * groups:
+            out.append(
+                f"  decodes that fit: {groups} ranks × ({plan.rank_pool_tokens:,} / "
+                f"{plan.mean_sequence_tokens:,.0f}, each rank's own) = {plan.decodes}{cap} per "
+                "replica"
+            )
+        else:
+            out.append(
+                f"  decodes that fit: {plan.capacity_tokens:,} / "
+                f"{plan.mean_sequence_tokens:,.0f} = {plan.decodes}{cap} per replica"
+            )
     if plan.ceiling_tokens_per_second is not None:
         replicas = f" × {plan.replicas} replicas" if plan.replicas > 1 else ""
         out.append(
@@ -211,6 +285,12 @@ def render_text(plan: Plan) -> str:
     sections = [
         [header],
         _capacity(plan),
+        _optional(
+            "Attention layouts of the same GPUs (data-parallel attention, decode context "
+            "parallelism)",
+            _layouts(plan),
+            "not computed (needs the model's config and the KV capacity)",
+        ),
         _concurrency(plan),
         _optional(
             "Host memory (hierarchical cache)",

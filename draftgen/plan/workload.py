@@ -54,9 +54,18 @@ def plan_throughput(plan: Plan, job: GenerationJob, inputs: PlanInputs) -> None:
             "--mean-prompt-tokens/--mean-completion-tokens"
         )
     elif plan.capacity_tokens:
-        plan.decodes = concurrency.concurrent_decodes(
-            plan.capacity_tokens, plan.mean_sequence_tokens, server.max_running_requests
-        )
+        d = plan.layout.attention_dp
+        if d > 1 and plan.rank_pool_tokens and not inputs.observed_kv_capacity_tokens:
+            # A request lives in one rank's pool: each rank fits its own whole decodes, and
+            # SGLang divides --max-running-requests over the ranks.
+            mrr = server.max_running_requests
+            plan.decodes = d * concurrency.concurrent_decodes(
+                plan.rank_pool_tokens, plan.mean_sequence_tokens, mrr // d if mrr else None
+            )
+        else:
+            plan.decodes = concurrency.concurrent_decodes(
+                plan.capacity_tokens, plan.mean_sequence_tokens, server.max_running_requests
+            )
     plan.decode_tokens_per_second = (
         inputs.decode_tokens_per_second or job.spec.planning.decode_tokens_per_second
     )

@@ -37,6 +37,10 @@ class MeasuredStart(SpecModel):
     """The tensor-parallel size of the measured start (`tp_size`), if not the job's: the planner
     re-derives the per-rank figures for the job's `tensorParallelSize`."""
 
+    attention_data_parallel_size: StrictInt = Field(default=1, ge=1, le=128)
+    """`server.attentionDataParallelSize` of the measured start, if not 1: each GPU then held
+    more attention weights, which the planner takes out before planning other layouts."""
+
     cuda_graph_gib: StrictFloat | None = Field(default=None, ge=0.0)
     """GPU memory that startup took after the KV pool (CUDA graph capture and the like), when
     known: free memory right after the KV pool minus free memory once the server was ready."""
@@ -50,6 +54,19 @@ class MeasuredStart(SpecModel):
                 "probably swapped"
             )
         return self
+
+
+class MeasuredLayout(SpecModel):
+    """Per-request decode speed measured at one attention layout (with the server full)."""
+
+    attention_data_parallel_size: StrictInt = Field(default=1, ge=1, le=128)
+    """`server.attentionDataParallelSize` of the measurement."""
+
+    decode_context_parallel_size: StrictInt = Field(default=1, ge=1, le=128)
+    """`server.decodeContextParallelSize` of the measurement."""
+
+    decode_tokens_per_second: StrictFloat = Field(gt=0.0)
+    """Decode speed of one request at that layout, in tokens/s."""
 
 
 class PlanningSpec(SpecModel):
@@ -82,7 +99,13 @@ class PlanningSpec(SpecModel):
 
     decode_tokens_per_second: StrictFloat | None = Field(default=None, gt=0.0)
     """Decode speed of one request while the server is full, in tokens/s (about 17 for
-    Kimi-K2.5 on 8 × RTX PRO 6000); the throughput ceiling is this times the decodes that fit."""
+    Kimi-K2.5 on 8 × RTX PRO 6000) at the server's own attention layout; the throughput ceiling
+    is this times the decodes that fit."""
+
+    measured_layouts: list[MeasuredLayout] = Field(default_factory=list)
+    """Per-request decode speeds measured at other attention layouts; the planner's layout
+    table uses them instead of its estimate (`decodeTokensPerSecond` is the speed at the
+    server's own layout)."""
 
     mean_prompt_tokens: StrictInt | None = Field(default=None, ge=1)
     """Mean prompt length for datasets without `expected.promptTokens`."""

@@ -64,6 +64,22 @@ class ServerSpec(SpecModel):
     """GPUs one model copy is sharded over (`--tp-size`), over all its nodes: with
     `nodesPerReplica` > 1 it must be `nodesPerReplica × gpusPerNode`."""
 
+    attention_data_parallel_size: StrictInt = Field(default=1, ge=1, le=128)
+    """Data-parallel attention (`--attn-dp-size`, SGLang's older `--enable-dp-attention
+    --dp-size`): the `tensorParallelSize` GPUs form this many attention groups of
+    `tensorParallelSize / attentionDataParallelSize` GPUs, each with its own scheduler and KV
+    pool holding only its own requests, while the experts stay sharded over all of them. For an
+    MLA model (DeepSeek-V3, Kimi-K2.5), whose latent KV every GPU of an attention group holds
+    whole, this multiplies the server's KV tokens (each GPU then holds more of the attention
+    weights: `draftgen plan` prints the table). Must divide `tensorParallelSize`; a request must
+    fit one group's pool. 1: off."""
+
+    decode_context_parallel_size: StrictInt = Field(default=1, ge=1, le=128)
+    """Decode context parallelism (`--dcp-size`): each request's KV pages are striped over this
+    many GPUs of its attention group instead of copied to each, so an MLA model holds this many
+    times the tokens with no extra weights, paid for in communication every decode step. Must
+    divide `tensorParallelSize / attentionDataParallelSize`. 1: off."""
+
     gpus_per_replica: StrictInt | None = Field(default=None, ge=1, le=64)
     """GPUs requested per server pod (`nvidia.com/gpu`) of a one-node replica; defaults to
     `tensorParallelSize`. A multi-node replica uses `gpusPerNode` instead."""
@@ -230,8 +246,52 @@ class ServerSpec(SpecModel):
             )
         return None
 
+    @property
+    def attention_tp_size(self) -> int:
+        """GPUs of one attention group (SGLang's `attn_tp_size`, runtime_context.
+        derive_attn_tp_size: `tp_size // attn_dp_size`)."""
+        return max(self.tensor_parallel_size // self.attention_data_parallel_size, 1)
+
+    def _layout_problem(self) -> str | None:
+        """Why the attention layout cannot start, with the fix (SGLang 0.5.23's rules:
+        arg_groups/parallel_hook.handle_data_parallelism asserts `tp % attn_dp == 0` and refuses
+        `--dp-size` beside `--attn-dp-size`; distributed/parallel_state carves each DCP group out
+        of consecutive ranks, so it must fit an attention group)."""
+        tp, d, dcp = (
+            self.tensor_parallel_size,
+            self.attention_data_parallel_size,
+            self.decode_context_parallel_size,
+        )
+        divisors = [n for n in range(1, tp + 1) if tp % n == 0]
+        if tp % d:
+            return (
+                f"attentionDataParallelSize: {d} does not divide tensorParallelSize {tp} (each "
+                f"attention group gets tensorParallelSize / attentionDataParallelSize GPUs); "
+                f"use one of {divisors}"
+            )
+        attn_tp = tp // d
+        if attn_tp % dcp:
+            fits = [n for n in range(1, attn_tp + 1) if attn_tp % n == 0]
+            return (
+                f"decodeContextParallelSize: {dcp} does not divide the {attn_tp} GPUs of an "
+                f"attention group (tensorParallelSize {tp} / attentionDataParallelSize {d}); "
+                f"use one of {fits}"
+            )
+        dp = value_in(self.extra_args, SGLangFlag.DP_SIZE)
+        if d > 1 and dp not in (None, "1"):
+            return (
+                f"extraArgs: {SGLangFlag.DP_SIZE} {dp} beside attentionDataParallelSize {d}: "
+                "SGLang 0.5.23 does not combine data-parallel replicas with attention data "
+                f"parallelism; remove {SGLangFlag.DP_SIZE} (use server.replicas for more "
+                "copies of the server)"
+            )
+        return None
+
     @model_validator(mode="after")
     def _cross_field_rules(self) -> ServerSpec:
+        layout = self._layout_problem()
+        if layout is not None:
+            raise ValueError(layout)
         if self.kv_cache_is_lossy and not self.allow_lossy_kv_cache:
             raise ValueError(
                 f"kvCacheDtype: {self.kv_cache_dtype} is a lossy KV cache (it visibly degrades an "

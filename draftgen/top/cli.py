@@ -65,7 +65,7 @@ def make_source(target: str, namespace: str, servers: list[str]) -> Source:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from .render import render
+    from .screen import render
 
     try:
         source = make_source(args.target, args.namespace, args.server)
@@ -93,7 +93,7 @@ def _live(source: Source, history: History, console, interval: float) -> int:
     from rich.live import Live
 
     from .keys import Keys
-    from .render import render
+    from .screen import render
 
     history.add(source.read())
     try:

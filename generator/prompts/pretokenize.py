@@ -2,7 +2,7 @@
 
 `open_tokenizer(job, base_dir)` loads the tokenizer (`tokenizer.py`: `spec.model.tokenizer`, else
 the weights: a path, relative to the job file's directory, or `hf://org/name`), runs the start-up
-integrity checks (`integrity.py`, and the render probe of `render_probe.py`) and starts
+integrity checks (`integrity.py`, and the render probe of `chat_template_probe.py`) and starts
 `spec.generator.tokenizer_workers` processes that each load their own copy and render with the
 same `RenderSettings`. `TokenizerContext.render_stream` feeds them batches with a bounded
 prefetch, so rendering runs ahead of the consumer on every worker while memory stays flat.
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from draftgen.generator.prompts.chat_template import Rendered, Renderer, RenderSettings
+from draftgen.generator.prompts.chat_template_probe import probe_settings
 from draftgen.generator.prompts.integrity import check_special_tokens, tokenizer_fingerprint
-from draftgen.generator.prompts.render import Rendered, Renderer, RenderSettings
-from draftgen.generator.prompts.render_probe import probe_settings
 from draftgen.generator.prompts.tokenizer import (
     TokenizerError,
     encode_kwargs_for,

@@ -1,6 +1,6 @@
 """Admission, the budget half: may this dataset start one more request? Pure functions over
 plain numbers, so every rule is unit-tested without a server (the other half, whether a server
-has room and which sample goes next, is `capacity.py`).
+has room and which sample goes next, is `room.py`).
 
 Completion lengths are predicted from what the dataset produced so far (before any data:
 `maxNewTokens`, the worst case). A request is admitted while the chance that done + in flight +

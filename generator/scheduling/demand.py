@@ -10,13 +10,13 @@ import numpy as np
 
 from draftgen.generator.prompts.samples import Sample
 from draftgen.generator.scheduling.admission import budget_admits, samples_admit
-from draftgen.generator.scheduling.capacity import (
+from draftgen.generator.scheduling.datasets import Dataset
+from draftgen.generator.scheduling.room import (
     HORIZON,
     ServerView,
     calibrated_progress,
     kv_moments,
 )
-from draftgen.generator.scheduling.datasets import Dataset
 from draftgen.generator.sglang.fleet import Server
 
 

@@ -16,7 +16,7 @@ from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.server_info import context_problem, model_len, parse_server_info
 from draftgen.errors import RunError
 from draftgen.generator.prompts.integrity import IntegrityError
-from draftgen.generator.scheduling.capacity import ServerView
+from draftgen.generator.scheduling.room import ServerView
 from draftgen.generator.sglang.client import (
     BadResponse,
     ServerLoad,

@@ -4,6 +4,8 @@ object, a refused multi-node server, and when an ended job stays ended."""
 from __future__ import annotations
 
 import datetime
+import re
+from typing import Any
 
 from draftgen.spec import GenerationJobStatus
 
@@ -22,6 +24,8 @@ def reject_spec(
     status.observed_generation = gen
     if enter(status, Event.SPEC_REJECTED) == "Failed":
         status.message = f"spec rejected: {problems[0]}"
+        # Ended: ttlSecondsAfterFinished counts from here (a fixed spec clears it).
+        status.completion_time = status.completion_time or now
     else:
         # An edit broke a running job: keep running what was last accepted, say so.
         status.message = f"spec edit rejected, still running the last accepted spec: {problems[0]}"
@@ -82,9 +86,69 @@ def confirm_complete(status: GenerationJobStatus, gen: int | None, now: str) -> 
     status.observed_generation = gen
 
 
+def raw_ttl(spec: dict[str, Any]) -> int | None:
+    """`ttlSecondsAfterFinished` of a spec that did not validate, if it is itself usable."""
+    ttl = spec.get("ttlSecondsAfterFinished")
+    return ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0 else None
+
+
 def ttl_expired(ttl: int | None, completion_time: str | None, now: str) -> bool:
     """`ttlSecondsAfterFinished` has passed since the job ended."""
     ended = parse_time(completion_time)
     if ttl is None or ended is None:
         return False
     return (parse_time(now) or ended) - ended >= datetime.timedelta(seconds=ttl)
+
+
+CHILD_REJECTED_REASON = "ChildRejected"
+_INVALID_VALUE = re.compile(r'Invalid value: "([^"]*)"')
+
+
+def _fields_with(node: Any, values: set[str], path: str) -> list[str]:
+    """Paths of the spec's string fields holding one of `values`."""
+    if isinstance(node, dict):
+        return [f for k, v in node.items() for f in _fields_with(v, values, f"{path}.{k}")]
+    if isinstance(node, list):
+        return [f for i, v in enumerate(node) for f in _fields_with(v, values, f"{path}[{i}]")]
+    return [path] if isinstance(node, str) and node in values else []
+
+
+def child_rejected_message(spec: dict[str, Any], api_message: str) -> str:
+    """What the API server said about the refused child, and the spec fields whose values it
+    names (its message names the child's field, e.g. `...volumeMounts[2].mountPath`)."""
+    # KubeError's message is "METHOD URL: <the API server's words>".
+    words = api_message.split(": ", 1)[1] if api_message[:6].isupper() else api_message
+    fields = _fields_with(spec, set(_INVALID_VALUE.findall(words)), "spec")
+    return (
+        f"the API server refused a child: {words[:800]}"
+        + (f" (from {', '.join(sorted(set(fields)))})" if fields else "")
+        + "; retrying cannot help: fix the spec and edit it to run again (a spec draftgen's "
+        "checks accepted: please report it)"
+    )
+
+
+def stuck_too_long(since: str | None, now: str, limit_seconds: int) -> bool:
+    """A pod stuck since `since` has used up the `limit_seconds` it may be stuck (0: never)."""
+    start, current = parse_time(since), parse_time(now)
+    if not limit_seconds or start is None or current is None:
+        return False
+    return current - start >= datetime.timedelta(seconds=limit_seconds)
+
+
+def overdue(
+    stuck: tuple[str, str] | None, since: str | None, now: str, limit_seconds: int
+) -> tuple[str, str] | None:
+    """(reason, message) to fail with once a stuck pod used up its time; None until then."""
+    if stuck is None or not stuck_too_long(since, now, limit_seconds):
+        return None
+    return stuck[0], gave_up(stuck[1], limit_seconds)
+
+
+def gave_up(message: str, limit_seconds: int) -> str:
+    """A stuck pod's message once its deadline passed."""
+    from draftgen.plan.eta import format_duration
+
+    return (
+        f"{message}; gave up after {format_duration(float(limit_seconds))} (the operator's "
+        "stuckPodSeconds): fix the cause and edit the spec to try again"
+    )

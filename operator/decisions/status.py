@@ -14,6 +14,7 @@ def mark_suspended(status: GenerationJobStatus, gen: int | None, now: str) -> No
     enter(status, Event.SUSPENDED)
     status.message = "suspended: generator stopped, server scaled to 0; output kept"
     status.server.ready_replicas = 0
+    no_rate(status)
     set_condition(
         status.conditions,
         "Suspended",
@@ -53,10 +54,17 @@ def mark_server_down(
     set_condition(status.conditions, "ServerReady", False, reason, message, gen, now)
 
 
+def no_rate(status: GenerationJobStatus) -> None:
+    """Nothing generates (suspended, failed): no Tok/s or ETA from the last scrape."""
+    status.throughput_tokens_per_second = None
+    status.eta_seconds, status.eta = None, ""
+
+
 def mark_failed(
     status: GenerationJobStatus, event: Event, reason: str, message: str, gen: int | None, now: str
 ) -> None:
     enter(status, event)
+    no_rate(status)
     status.message = message
     status.completion_time = status.completion_time or now
     set_condition(status.conditions, "Failed", True, reason, message, gen, now)
@@ -151,9 +159,17 @@ def mark_succeeded(status: GenerationJobStatus, gen: int | None, now: str) -> No
     set_condition(status.conditions, "Generating", False, "Completed", status.message, gen, now)
 
 
-def generator_failure_message(backoff_limit: int, detail: str, more: str) -> str:
+def generator_failure_message(attempts: int, detail: str, more: str) -> str:
+    """`attempts`: the Job's failed pods (`status.failed`); a fatal exit fails it on the first
+    (podFailurePolicy), whatever backoffLimit would have allowed."""
+    if attempts == 1:
+        how = "on its first attempt (not retried)"
+    elif attempts > 1:
+        how = f"after {attempts} attempts ({attempts - 1} retries)"
+    else:
+        how = ""
     return (
-        f"generator failed after {backoff_limit} retries: "
+        f"generator failed{' ' + how if how else ''}: "
         f"{detail or 'BackoffLimitExceeded'}"
         + (f"; {more}" if more else "")
         + "; output so far is kept: fix the cause and edit the spec to resume"

@@ -1,5 +1,6 @@
-"""Deletion: remove every child the job controls, explicitly (not only through owner
-references); an object of a child's name that it does not control stays."""
+"""Deletion: stop the generator and wait for its pod to exit, then remove every child the job
+controls, explicitly (not only through owner references); an object of a child's name that it
+does not control stays."""
 
 from __future__ import annotations
 
@@ -18,9 +19,18 @@ from . import state
 def on_delete(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     name, namespace = body.metadata.name, body.metadata.namespace or "default"
     try:
-        state.reconciler().delete_children(name, namespace, body.metadata.uid)
+        running = state.reconciler().delete_children(
+            name, namespace, body.metadata.uid, body.status.get("phase")
+        )
     except KubeError as err:
         raise kopf.TemporaryError(str(err), delay=5) from err
+    if running:
+        # The finalizer stays until the generator pod exited: a job re-created under this name
+        # must never run a second generator on the same output.
+        raise kopf.TemporaryError(
+            f"waiting for the generator pod {running[0]} to exit before deleting the rest",
+            delay=2,
+        )
     metrics.record_phase(namespace, name, None)
     state.forget(body.metadata.uid or name)
     logger.info("deleted the server, the generator and its ConfigMap")

@@ -53,6 +53,14 @@ def server_args(spec: GenerationJobSpec) -> list[str]:
         str(s.port),
         F.TP_SIZE,
         str(s.tensor_parallel_size),
+    ]
+    # SGLang 0.5.23's spelling (the older `--enable-dp-attention --dp-size d` is rewritten to it);
+    # left out at 1, SGLang's default, so a plain TP server's command line is unchanged.
+    if s.attention_data_parallel_size > 1:
+        args += [F.ATTN_DP_SIZE, str(s.attention_data_parallel_size)]
+    if s.decode_context_parallel_size > 1:
+        args += [F.DCP_SIZE, str(s.decode_context_parallel_size)]
+    args += [
         F.MEM_FRACTION_STATIC,
         str(s.mem_fraction_static),
         F.KV_CACHE_DTYPE,

@@ -56,6 +56,7 @@ def test_default_values_reach_the_operator():
     )
     assert s.webhook is False
     assert s.handler_threads == values["operator"]["handlerThreads"] == 32
+    assert s.stuck_pod_seconds == values["operator"]["stuckPodSeconds"] == 1800
     # No policy by default (everything allowed); the operator's namespace for the NetworkPolicy.
     assert (s.allowed_image_prefixes, s.allowed_claims, s.allowed_secrets, s.secret_label) == (
         (),
@@ -90,6 +91,8 @@ def test_non_default_values_reach_the_operator():
     assert s.webhook is True and s.webhook_port == 8443
     assert s.webhook_host == "drafts-webhook.draftgen.svc"
     assert s.webhook_certfile and s.webhook_pkeyfile
+    # Registered as a `service:` clientConfig on the Service's port, not the container's.
+    assert (s.webhook_service_name, s.webhook_service_namespace) == ("drafts-webhook", "draftgen")
     assert s.allowed_image_prefixes == ("lmsysorg/sglang:", "registry.example.com/ml/")
     assert s.allowed_claims == ("models", "datasets", "drafter-*")
     assert s.allowed_secrets == ("hf-token",)
@@ -228,3 +231,17 @@ def test_pod_monitors_select_the_operator_pods_on_their_metrics_ports():
 def test_alerts_name_the_operator_containers():
     alerts = (CHART / "files" / "alerts.yaml").read_text()
     assert f'container="{names.SERVER_CONTAINER}"' in alerts
+
+
+@pytest.mark.parametrize("service_port", [None, 8443])
+def test_the_webhook_is_registered_on_the_port_its_service_listens_on(service_port):
+    webhook = {"enabled": True, "certSecret": "t"}
+    if service_port:
+        webhook["servicePort"] = service_port
+    docs = render({"operator": {"webhook": webhook}})
+    s = _settings(docs)
+    (service,) = [d for d in of_kind(docs, "Service") if d["metadata"]["name"].endswith("-webhook")]
+    assert service["metadata"]["name"] == s.webhook_service_name
+    assert service["metadata"]["namespace"] == s.webhook_service_namespace
+    assert service["spec"]["ports"][0]["port"] == s.webhook_service_port == (service_port or 443)
+    assert service["spec"]["ports"][0]["targetPort"] == "webhook"

@@ -111,7 +111,9 @@ def _literal_reasons() -> set[tuple[str, str]]:
     `RowError(...)`, the reason argument of `Reject(...)` and `parse_json(...)`, and the first
     element of an unreadable row's `(reason, detail)` tuple."""
     found = set()
-    for path in (REPO / "generator").glob("*.py"):
+    for path in sorted((REPO / "generator").rglob("*.py")) + sorted(
+        (REPO / "draftgen" / "output").rglob("*.py")
+    ):
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Call):
                 continue

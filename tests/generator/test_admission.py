@@ -16,7 +16,7 @@ from draftgen.generator.scheduling.admission import (
     budget_admits,
     samples_admit,
 )
-from draftgen.generator.scheduling.capacity import (
+from draftgen.generator.scheduling.room import (
     HORIZON,
     PEAK_SHARE,
     ServerView,

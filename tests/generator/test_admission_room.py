@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from draftgen.generator.scheduling.capacity import (
+from draftgen.generator.scheduling.room import (
     CLIP_MAX_NEW,
     INIT_NEW_TOKEN_RATIO,
     PASS_LIMIT,

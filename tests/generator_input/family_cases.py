@@ -90,7 +90,7 @@ CASES = [
     ("qwen3", "qwen3.yaml", ALL, STRING_ARGS, "reasoning_content"),
     ("deepseek-v3.1", "deepseek-v3.1.yaml", ("plain", "multi"), STRING_ARGS, "reasoning_content"),
     ("deepseek-v3.1", "deepseek-v3.1-tools.yaml", ALL, STRING_ARGS, "reasoning_content"),
-    ("deepseek-r1", "deepseek-r1.yaml", ("plain", "multi"), STRING_ARGS, "reasoning_content"),
+    ("deepseek-r1-0528", "deepseek-r1.yaml", ("plain", "multi"), STRING_ARGS, "reasoning_content"),
     ("gpt-oss", "gpt-oss.yaml", ALL, STRING_ARGS, "thinking"),
     ("llama-3.1", "llama-3.1.yaml", ALL, {"city": "Paris"}, "reasoning_content"),
 ]

@@ -43,7 +43,7 @@ def test_special_tokens_are_single_ids_at_the_real_models_ids(
     module = {
         "qwen3": families.qwen3,
         "deepseek-v3.1": families.deepseek,
-        "deepseek-r1": families.deepseek,
+        "deepseek-r1-0528": families.deepseek,
         "gpt-oss": families.gpt_oss,
         "llama-3.1": families.llama3,
     }[family]

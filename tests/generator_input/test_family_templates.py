@@ -67,11 +67,43 @@ def test_deepseek_template_without_tools_is_refused_for_tool_rows(family_tokeniz
         run(job, tmp_path)
 
 
-def test_deepseek_r1_prompts_end_with_think_and_a_newline(family_rendered):
+def test_deepseek_r1_0528_prompts_end_with_the_assistant_token(family_rendered):
+    """The R1 example names R1-0528, whose template leaves `<think>` to the model."""
     _, tok, _, items = family_rendered["deepseek-r1.yaml"]
+    assistant = families.deepseek.SPECIALS["<｜Assistant｜>"]
+    assert all(s.input_ids[-1] == assistant for s in items if isinstance(s, Sample))
+
+
+def test_the_first_deepseek_r1_takes_the_think_prefix(family_tokenizer_dir, tmp_path):
+    """The first R1's template opens the reasoning in the prompt: with the prefix the example's
+    comment gives, every prompt ends with `<think>` and a newline."""
+    write_jsonl(tmp_path / "rows.jsonl", [rows(STRING_ARGS)["plain"]])
+    ds = {"name": "ds", "source": "rows.jsonl", "format": "messages"}
+    tok_dir = family_tokenizer_dir("deepseek-r1")
+    job = example_job("deepseek-r1.yaml", tok_dir, [ds], generationPrefix="<think>\n")
+    [sample] = run(job, tmp_path)
+    assert isinstance(sample, Sample)
     tail = [families.deepseek.SPECIALS["<｜Assistant｜>"], families.deepseek.SPECIALS["<think>"]]
-    tail += tok.encode("\n", add_special_tokens=False)
-    assert all(s.input_ids[-3:] == tail for s in items if isinstance(s, Sample))
+    assert sample.input_ids[-3:] == tail + tok_ids(tok_dir, "\n")
+
+
+def test_the_think_prefix_under_an_r1_0528_template_is_refused_at_start(
+    family_tokenizer_dir, tmp_path
+):
+    """What the example used to say: a `<think>\\n` prefix the template never writes stops the
+    job before any server is asked, naming model.generationPrefix."""
+    from draftgen.generator.prompts.integrity import IntegrityError
+
+    write_jsonl(tmp_path / "rows.jsonl", [rows(STRING_ARGS)["plain"]])
+    ds = {"name": "ds", "source": "rows.jsonl", "format": "messages"}
+    job = example_job(
+        "deepseek-r1.yaml",
+        family_tokenizer_dir("deepseek-r1-0528"),
+        [ds],
+        generationPrefix="<think>\n",
+    )
+    with pytest.raises(IntegrityError, match="generationPrefix"):
+        run(job, tmp_path)
 
 
 def test_gpt_oss_special_ids_sit_above_199000_and_match_tiktoken(family_rendered):

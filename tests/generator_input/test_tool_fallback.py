@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from draftgen.contract import metrics as names
-from draftgen.generator.prompts import render
+from draftgen.generator.prompts import chat_template
 from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
 from draftgen.generator.prompts.samples import TOOL_FALLBACK, Reject, Sample
 from draftgen.generator.telemetry.metrics import GeneratorMetrics
@@ -169,14 +169,14 @@ def test_the_tools_check_never_decodes_and_runs_once_per_distinct_tool_set(
         raise AssertionError("the per-sample tools check decoded the prompt")
 
     checked: list[str] = []
-    check = render.Renderer._check_tool_set
+    check = chat_template.Renderer._check_tool_set
 
     def counting(self, tools):
-        checked.append(render.tool_set_key(tools))
+        checked.append(chat_template.tool_set_key(tools))
         return check(self, tools)
 
-    monkeypatch.setattr(render.Renderer, "decode", no_decode)
-    monkeypatch.setattr(render.Renderer, "_check_tool_set", counting)
+    monkeypatch.setattr(chat_template.Renderer, "decode", no_decode)
+    monkeypatch.setattr(chat_template.Renderer, "_check_tool_set", counting)
     other = renamed("get_time")
     data = rows(*([[WEATHER_TOOL]] * 5 + [[other]] * 3 + [[WEATHER_TOOL, other]] * 2))
     items = run(tmp_path, data, TIKTOKEN)
@@ -189,7 +189,7 @@ def test_a_prompt_that_lacks_its_tools_is_still_caught_without_decoding(
 ):
     from draftgen.generator.prompts.integrity import IntegrityError
 
-    monkeypatch.setattr(render.Renderer, "decode", lambda self, ids: pytest.fail("decoded"))
+    monkeypatch.setattr(chat_template.Renderer, "decode", lambda self, ids: pytest.fail("decoded"))
     write_jsonl(tmp_path / "data.jsonl", rows([WEATHER_TOOL]))
     job = make_job(drops_tools_dir, [{"name": "ds", "source": "data.jsonl", "format": "messages"}])
     match = "does not contain its tools 'get_weather'"

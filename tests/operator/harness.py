@@ -234,14 +234,23 @@ class Cluster:
             subresource="status",
         )
 
-    def finish_generator(self, job: str, succeeded: bool = True, message: str = "") -> None:
+    def finish_generator(
+        self,
+        job: str,
+        succeeded: bool = True,
+        message: str = "",
+        failed: int = 7,
+        reason: str = "BackoffLimitExceeded",
+    ) -> None:
+        """The Job controller's status for a generator Job that ended (`failed`: its failed
+        pods, i.e. attempts)."""
         cond = (
             {"type": "Complete", "status": "True"}
             if succeeded
             else {
                 "type": "Failed",
                 "status": "True",
-                "reason": "BackoffLimitExceeded",
+                "reason": reason,
                 "message": message or "Job has reached the specified backoff limit",
             }
         )
@@ -253,7 +262,7 @@ class Cluster:
             {
                 "status": {
                     "succeeded": 1 if succeeded else 0,
-                    "failed": 0 if succeeded else 7,
+                    "failed": 0 if succeeded else failed,
                     "conditions": [cond],
                 }
             },

@@ -7,7 +7,7 @@ import yaml
 from prometheus_client import generate_latest
 
 from draftgen.controller.observe import job_outcome, server_health
-from draftgen.controller.progress import parse_metrics
+from draftgen.controller.readings import parse_metrics
 from draftgen.controller.settings import OperatorSettings
 from draftgen.controller.validate import admission_problems
 from draftgen.generator.telemetry.metrics import GeneratorMetrics
@@ -175,7 +175,7 @@ def test_api_client_sends_the_kubeconfig_token_once_prefixed(tmp_path, monkeypat
 
 
 def test_plan_figures_from_the_observed_kv_pool_and_progress() -> None:
-    from draftgen.controller.plan import plan_figures
+    from draftgen.controller.plan_status import plan_figures
     from draftgen.spec import DatasetProgress, GenerationJobStatus, ServerStatus, load_job
 
     job = load_job(REPO / "examples" / "kimi-k2.5.yaml")

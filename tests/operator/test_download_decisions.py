@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from draftgen.controller import decisions, names
-from draftgen.controller.progress import parse_download
+from draftgen.controller.readings import parse_download
 from draftgen.spec.status import PreflightStatus
 
 

@@ -26,7 +26,7 @@ import pytest
 
 from draftgen.contract.download_cli import DownloadArgs
 from draftgen.contract.generator_cli import ExitCode
-from draftgen.controller.progress import parse_download
+from draftgen.controller.readings import parse_download
 from draftgen.testing.sglang import free_port
 from tests.operator.harness import wait_for
 

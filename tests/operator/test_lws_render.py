@@ -41,7 +41,14 @@ def _variants() -> dict[str, dict]:
     for key in ("rdma", "resources", "gpusPerNode"):
         plain["spec"]["server"].pop(key)
     plain["spec"]["server"]["hierarchicalCache"] = {"enabled": False}
-    return {"kimi-k2.5-h100": h100, "four-nodes-two-replicas": four, "defaults": plain}
+    dp_attention = copy.deepcopy(h100)
+    dp_attention["spec"]["server"].update(attentionDataParallelSize=8, decodeContextParallelSize=2)
+    return {
+        "kimi-k2.5-h100": h100,
+        "four-nodes-two-replicas": four,
+        "defaults": plain,
+        "dp-attention": dp_attention,
+    }
 
 
 def _args(template: dict) -> list[str]:
@@ -134,6 +141,17 @@ def test_h100_example_renders_one_group_of_two_nodes_with_tp_16() -> None:
     assert {
         "from": [{"podSelector": {"matchLabels": names.selector("kimi-k25-h100", "server")}}]
     } in (policy["spec"]["ingress"])
+
+
+def test_every_node_of_a_group_gets_the_attention_layout() -> None:
+    lwt = _render(_variants()["dp-attention"])["LeaderWorkerSet/kimi-k25-h100-server-0"]
+    lwt = lwt["spec"]["leaderWorkerTemplate"]
+    for args in (_args(lwt["leaderTemplate"]), _args(lwt["workerTemplate"])):
+        # 16 GPUs over two nodes: 8 attention groups of 2, each striping KV over its 2 GPUs.
+        assert _flag(args, "--tp-size") == "16"
+        assert _flag(args, "--attn-dp-size") == "8"
+        assert _flag(args, "--dcp-size") == "2"
+        assert all(a in OPTIONS for a in args if a.startswith("--"))
 
 
 def test_host_network_and_replicas() -> None:

@@ -144,6 +144,10 @@ def test_a_failed_preflight_fails_the_job_and_no_server_is_ever_created(
     for text in expected:
         assert text in status["message"], status["message"]
     assert "no server was created" in status["message"]
+    # The failure is on InputsValid, not only on Generating ("Checking" was the old message).
+    inputs_valid = {c["type"]: c for c in status["conditions"]}["InputsValid"]
+    assert (inputs_valid["status"], inputs_valid["reason"]) == ("False", "PreflightFailed")
+    assert inputs_valid["message"] == status["message"]
     report = PreflightStatus.model_validate(status["preflight"])
     assert not report.passed
     step()  # a later poll changes nothing

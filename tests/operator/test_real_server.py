@@ -8,7 +8,7 @@ from urllib.parse import urlsplit as URL
 import httpx
 import pytest
 
-from draftgen.controller.progress import server_kv_capacity
+from draftgen.controller.readings import server_kv_capacity
 
 from .harness import Cluster, example_job, wait_for
 

@@ -46,7 +46,14 @@ def _variants():
     )
     tweaked["spec"]["model"]["hfTokenSecret"] = {"name": "hf", "key": "token"}
     tweaked["spec"]["generator"]["resources"] = {"requests": {"cpu": "4", "memory": "16Gi"}}
-    return {"kimi-k2.5": kimi, "demo": demo, "kimi-two-replicas": tweaked}
+    dp_attention = copy.deepcopy(kimi)
+    dp_attention["spec"]["server"].update(attentionDataParallelSize=4, decodeContextParallelSize=2)
+    return {
+        "kimi-k2.5": kimi,
+        "demo": demo,
+        "kimi-two-replicas": tweaked,
+        "kimi-dp-attention": dp_attention,
+    }
 
 
 @pytest.mark.parametrize("name", list(_variants()))
@@ -82,6 +89,19 @@ def test_kimi_server_flags_come_from_the_spec() -> None:
     assert resources["limits"]["nvidia.com/gpu"] == "8"
     # The scheduler is told about the 384 GB the hierarchical cache pins.
     assert resources["requests"]["memory"] == "384G"
+
+
+def test_the_attention_layout_is_rendered_as_sglang_0_5_23_spells_it() -> None:
+    args = _container(
+        _render(_variants()["kimi-dp-attention"])["Deployment/kimi-k25-eagle3-server-0"]
+    )["args"]
+    assert args[args.index("--attn-dp-size") + 1] == "4"
+    assert args[args.index("--dcp-size") + 1] == "2"
+    assert args[args.index("--tp-size") + 1] == "8"
+    # Not the deprecated spelling, and nothing at all for plain TP (SGLang's default, 1).
+    assert "--enable-dp-attention" not in args and "--dp-size" not in args
+    plain = _container(_render(_load("kimi-k2.5.yaml"))["Deployment/kimi-k25-eagle3-server-0"])
+    assert not {"--attn-dp-size", "--dcp-size"} & set(plain["args"])
 
 
 def test_kimi_server_pod_has_probes_shm_readonly_model_and_no_privileges() -> None:

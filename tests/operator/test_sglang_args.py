@@ -28,7 +28,8 @@ for args in json.loads(sys.argv[1]):
     out.append({k: getattr(a, k) for k in ("model_path", "tp_size", "mem_fraction_static",
         "kv_cache_dtype", "enable_hierarchical_cache", "hicache_size", "context_length",
         "trust_remote_code", "enable_metrics", "host", "port", "max_running_requests",
-        "chunked_prefill_size", "enable_mixed_chunk", "schedule_conservativeness")})
+        "chunked_prefill_size", "enable_mixed_chunk", "schedule_conservativeness",
+        "attn_dp_size", "dcp_size", "dp_size")})
 print(json.dumps(out))
 """
 
@@ -51,6 +52,8 @@ def test_sglang_parses_the_rendered_arguments() -> None:
         chunkedPrefillSize=8192,
         scheduleConservativeness=0.3,
         extraArgs=["--enable-mixed-chunk"],
+        attentionDataParallelSize=4,
+        decodeContextParallelSize=2,
     )
     # Run outside the repository: its `operator/` directory would shadow the stdlib module.
     result = subprocess.run(
@@ -80,8 +83,15 @@ def test_sglang_parses_the_rendered_arguments() -> None:
         # Unset with auto concurrency: draftgen's admission guards the pool, SGLang keeps
         # back little (0.5 with fixed concurrency: tests/spec/test_conservativeness.py).
         "schedule_conservativeness": 0.1,
+        # Plain tensor parallelism: SGLang's defaults, no flag rendered.
+        "attn_dp_size": 1,
+        "dcp_size": 1,
+        "dp_size": 1,
     }
     assert parsed_tuned["max_running_requests"] == 72
     assert parsed_tuned["chunked_prefill_size"] == 8192
     assert parsed_tuned["enable_mixed_chunk"] is True
     assert parsed_tuned["schedule_conservativeness"] == 0.3
+    # Data-parallel attention in 0.5.23's own spelling: not plain DP replicas (`dp_size`).
+    assert (parsed_tuned["attn_dp_size"], parsed_tuned["dcp_size"]) == (4, 2)
+    assert parsed_tuned["dp_size"] == 1

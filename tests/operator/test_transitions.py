@@ -169,6 +169,21 @@ def test_generator_out_of_retries_fails_with_its_last_words(cluster: Cluster, op
     assert "output so far is kept" in cond["message"]
 
 
+def test_a_generator_failed_on_its_first_attempt_says_so(cluster: Cluster, operator) -> None:
+    """A fatal exit fails the Job at once (podFailurePolicy): no retries were made, whatever
+    backoffLimit allowed."""
+    cluster.apply(example_job(cluster.ns))
+    _start_generating(cluster)
+    cluster.generator_exited("kimi-generator-fail1", 3, "integrity: <think> is split into 3 tokens")
+    cluster.finish_generator(
+        "kimi", succeeded=False, failed=1, reason="PodFailurePolicy", message="exit code 3"
+    )
+    cluster.wait_phase("kimi", "Failed")
+    message = cluster.condition("kimi", "Failed")["message"]
+    assert message.startswith("generator failed on its first attempt"), message
+    assert "retries" not in message
+
+
 def test_a_broken_edit_keeps_the_running_job_and_says_so(cluster: Cluster, operator) -> None:
     cluster.apply(example_job(cluster.ns))
     _start_generating(cluster)
@@ -194,6 +209,14 @@ def test_ttl_deletes_a_finished_job_and_its_children(cluster: Cluster, operator)
     assert cluster.batch_job("kimi-generator") is None
     assert cluster.configmap("kimi-generator") is None
     assert cluster.deployment("kimi-server-0") is None
+
+
+def test_ttl_deletes_a_job_that_failed_for_its_spec(cluster: Cluster, operator) -> None:
+    """A rejected spec ends the job too: its TTL counts from the rejection."""
+    bad = example_job(cluster.ns, ttlSecondsAfterFinished=0)
+    bad["spec"]["server"]["hierarchicalCache"]["sizeGBPerRank"] = 300
+    cluster.apply(bad)
+    wait_for(lambda: cluster.job("kimi") is None, "the rejected GenerationJob deleted by its TTL")
 
 
 def test_a_server_edit_rolls_the_same_deployment(cluster: Cluster, operator) -> None:

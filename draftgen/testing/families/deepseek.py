@@ -138,6 +138,15 @@ R1_TEMPLATE = _SYSTEM + (
 )
 
 
+# DeepSeek-R1-0528 (the same vocabulary and history rules as R1): its generation prompt is
+# `<｜Assistant｜>` alone; the model writes `<think>\n` itself, so the reasoning's opening is in
+# the completion, not in the prompt.
+R1_0528_TEMPLATE = R1_TEMPLATE.replace(
+    "{{- '<｜Assistant｜><think>\\n' -}}", "{{- '<｜Assistant｜>' -}}"
+)
+assert R1_0528_TEMPLATE != R1_TEMPLATE
+
+
 def recipe(template: str = TEMPLATE) -> TokenizerRecipe:
     return TokenizerRecipe(
         specials=SPECIALS,
@@ -164,3 +173,8 @@ def build_without_tools(directory: Path) -> Path:
 def build_r1(directory: Path) -> Path:
     """DeepSeek-R1."""
     return build_tokenizer(directory, recipe(R1_TEMPLATE))
+
+
+def build_r1_0528(directory: Path) -> Path:
+    """DeepSeek-R1-0528: the prompt ends with `<｜Assistant｜>`."""
+    return build_tokenizer(directory, recipe(R1_0528_TEMPLATE))

@@ -23,13 +23,17 @@ What the subclass adds (see /work/shared/notes/kubernetes-testing.md):
   peerings);
 - the pod proxy (`GET .../pods/NAME:PORT/proxy/PATH`), forwarded to the pod's `status.podIP`
   as a real API server does (`draftgen top gj/NAME` reads the pods' `/metrics` through it).
-What it still does not do: garbage collection, other admission, schema validation, controllers (no
-ReplicaSet, no pod, no Job status appears by itself: tests patch those in).
+- validating admission webhooks, called as kube-apiserver calls them (`admission`: a `service:`
+  clientConfig through the Services a test routes, a `url:` on `*.svc` failing as the API
+  server's own DNS fails), and the pod rules a real server refused draftgen's children for
+  (`validation`: duplicate mountPath, tolerations), each with kube-apiserver's message.
+What it still does not do: garbage collection, mutating admission, schema validation,
+controllers (no ReplicaSet, no pod, no Job status appears by itself: tests patch those in).
 
 Where each part lives: `resources` (the kinds served), `stamp` (metadata on writes), `rbac`
-(authorization and the owner-reference rule), `proxy` (the pod proxy), `api` (the emulator:
-versions, lists, watches, the request log), `thread` (the background thread, its kubeconfig and
-the tests' sync client).
+(authorization and the owner-reference rule), `admission` and `validation` (above), `proxy`
+(the pod proxy), `api` (the emulator: versions, lists, watches, the request log), `thread` (the
+background thread, its kubeconfig and the tests' sync client).
 """
 
 from __future__ import annotations

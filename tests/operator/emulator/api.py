@@ -13,10 +13,12 @@ import jsonpatch
 import kmock
 from kmock._internal import k8s as kmock_k8s
 
+from .admission import Routes, admit, webhooks_for
 from .proxy import POD_PROXY, proxy_pod
 from .rbac import OPERATOR_AGENTS, Rbac, authorize
 from .resources import RESOURCES, VERBS
 from .stamp import stamp
+from .validation import invalid, merged
 
 
 @attrs.define(kw_only=True)
@@ -30,6 +32,9 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
     rbac: Rbac | None = None
     """When set, the operator's requests are authorized as a real server would (see Rbac)."""
     served: list[tuple[float, kmock.Request]] = attrs.field(factory=list, init=False)
+    routes: Routes = attrs.field(factory=dict, init=False)
+    """The Services admission webhooks are reached through: (namespace, name) → {port: base
+    URL} (see `admission`)."""
     """(arrival time, request) of every request, in order (kmock's own list holds only those
     in flight)."""
 
@@ -66,6 +71,11 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
             and request.headers.get("User-Agent", "").startswith(OPERATOR_AGENTS)
         ):
             authorize(self.rbac, request, self.objects, self.resources)
+        if request.resource is not None and request.action in (
+            kmock.action.CREATE,
+            kmock.action.UPDATE,
+        ):
+            await self._validate_and_admit(request)
         if request.resource is not None:
             try:
                 version = stamp(request, self.objects, self._next_version)
@@ -78,6 +88,58 @@ class DraftgenEmulator(kmock.KubernetesEmulator):
         finally:
             if version is not None:
                 self._unstored.discard(int(version))
+
+    async def _validate_and_admit(self, request: kmock.Request) -> None:
+        """The pod rules (`validation`), then the validating webhooks (`admission`), on the
+        object as this write would store it: 422, or the webhook's refusal, before storing."""
+        res = request.resource
+        assert res is not None
+        creating = request.action == kmock.action.CREATE
+        async with self._lock:
+            key = (res, request.namespace, request.name)
+            stored = self._objects[key] if not creating and key in self._objects else None
+            current = stored.raw if stored is not None and not stored.deleted else None
+            configs = [
+                obj.raw
+                for (resource, _, _), obj in self._objects.items()
+                if resource.plural == "validatingwebhookconfigurations" and not obj.deleted
+            ]
+        if not creating and current is None:
+            return  # 404 from kmock
+        try:
+            new = merged(current, request.data)
+        except (jsonpatch.JsonPatchConflict, jsonpatch.JsonPatchTestFailed):
+            return  # 422 from `stamp`
+        if new is None:
+            return
+        if request.subresource is None and (message := invalid(res.plural, new)):
+            raise kmock_k8s.KubernetesError(status=422, reason="Invalid", message=message)
+        operation = "CREATE" if creating else "UPDATE"
+        plural = res.plural + (f"/{request.subresource}" if request.subresource else "")
+        hooks = webhooks_for(configs, res.group or "", res.version, plural, operation)
+        if not hooks:
+            return
+        meta = new.get("metadata") or {}
+        await admit(
+            hooks,
+            self.routes,
+            {
+                "kind": {"group": res.group or "", "version": res.version, "kind": new.get("kind")},
+                "resource": {
+                    "group": res.group or "",
+                    "version": res.version,
+                    "resource": res.plural,
+                },
+                "subResource": request.subresource,
+                "name": meta.get("name"),
+                "namespace": request.namespace or meta.get("namespace"),
+                "operation": operation,
+                "userInfo": {"username": request.headers.get("User-Agent", "")},
+                "object": new,
+                "oldObject": current,
+                "dryRun": False,
+            },
+        )
 
     async def _proxy_pod(self, namespace: str, name: str, port: str, path: str):
         async with self._lock:

@@ -91,6 +91,14 @@ class EmulatorThread:
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(10)
 
+    def route_service(self, namespace: str, name: str, port: int, url: str) -> None:
+        """Play a Service for the admission webhooks: `namespace/name:port` reaches `url`."""
+
+        def add():
+            self.emulator.routes.setdefault((namespace, name), {})[port] = url  # type: ignore[union-attr]
+
+        self.call(add)
+
     def requests(self) -> list[dict[str, Any]]:
         """Every Kubernetes request so far: arrival time (epoch seconds), method, action, group,
         plural, subresource, namespace, name (or the created object's name), user agent, and

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from draftgen.generator.prompts import render
+from draftgen.generator.prompts import chat_template
 from draftgen.generator.prompts.inputs import iter_samples, open_tokenizer
 from draftgen.generator.prompts.samples import Reject, Sample
 from tests.generator.gen_helpers import template_ids
@@ -169,7 +169,7 @@ class _Backend:
 def test_the_batch_encode_is_left_when_the_probe_cannot_show_it_gives_the_same_ids(
     tmp_path, kimi_like_dir, monkeypatch, variant
 ):
-    real_backend = render._backend
+    real_backend = chat_template._backend
 
     def wrong(texts, **kwargs):  # drops each text's last id
         out = real_backend_of[0].encode_batch_fast(texts, **kwargs)
@@ -182,7 +182,7 @@ def test_the_batch_encode_is_left_when_the_probe_cannot_show_it_gives_the_same_i
         real_backend_of[:] = [real]
         return _Backend(real, wrong if variant == "wrong" else None)
 
-    monkeypatch.setattr(render, "_backend", patched)
+    monkeypatch.setattr(chat_template, "_backend", patched)
     job = make_job(kimi_like_dir, PROMPTS)
     with open_tokenizer(job, tmp_path, workers=0) as ctx:
         assert ctx.settings.backend_encode and not ctx.settings.batch_encode

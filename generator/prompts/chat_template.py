@@ -4,7 +4,7 @@ The template is rendered to text (`apply_chat_template(messages, tools=tools or 
 add_generation_prompt=True, tokenize=False, **chatTemplateKwargs)`) and the text encoded without
 adding special tokens again — the same render-then-encode path SGLang's own chat endpoint takes
 (with `add_special_tokens=False` only when the tokenizer would add any, which keeps Kimi's
-tokenizer on its fast path). The start-up probe (`render_probe.py`) decides the route, the
+tokenizer on its fast path). The start-up probe (`chat_template_probe.py`) decides the route, the
 encoder and the form of tool-call arguments; this module applies them to every prompt.
 
 Speed: a batch's texts are encoded in one call to the Rust tokenizer's `encode_batch_fast` (the

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 import httpx
 
 from draftgen.contract import metrics
 from draftgen.contract.server_info import parse_server_info
-from draftgen.spec import DatasetProgress
+from draftgen.plan.eta import format_duration
+from draftgen.spec import DatasetProgress, GenerationJobSpec, GenerationJobStatus
+
+from . import names, observe
 
 
 # One client for every fetch, shared by kopf's worker threads: `httpx.get` builds a client per
@@ -133,3 +137,42 @@ def server_kv_capacity(host: str, port: int, timeout: float) -> int | None:
 
 def _host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+# -- what the reconcile reads from the job's pods ----------------------------------------------
+def kv_capacity(
+    spec: GenerationJobSpec, server_pods: list[dict[str, Any]], timeout: float
+) -> int | None:
+    """The server's KV capacity from the first running leader that answers."""
+    # A multi-node group's workers serve no HTTP: ask its leaders only.
+    leaders = [
+        p
+        for p in server_pods
+        if ((p.get("metadata") or {}).get("labels") or {}).get(names.ROLE_LABEL)
+        != names.WORKER_ROLE
+    ]
+    for ip in observe.running_pod_ips(leaders):
+        kv = server_kv_capacity(ip, spec.server.port, timeout)
+        if kv is not None:
+            return kv
+    return None
+
+
+def read_into(
+    status: GenerationJobStatus,
+    spec: GenerationJobSpec,
+    pods: list[dict[str, Any]],
+    timeout: float,
+) -> None:
+    """The generator's progress, rate and ETA into `status`, from the first pod that answers."""
+    for ip in observe.running_pod_ips(pods):
+        got = scrape(ip, spec.generator.metrics_port, timeout)
+        if got is None:
+            continue
+        status.datasets = got.datasets
+        status.completion_tokens = got.completion_tokens
+        status.progress = got.percent()
+        status.throughput_tokens_per_second = got.throughput_tokens_per_second
+        status.eta_seconds = got.eta_seconds
+        status.eta = format_duration(got.eta_seconds)
+        return

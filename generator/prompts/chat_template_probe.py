@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from draftgen.generator.prompts.chat_template import Renderer, RenderSettings
 from draftgen.generator.prompts.integrity import (
     PROBE_MESSAGES,
     PROBE_TOOL_NAME,
@@ -24,7 +25,6 @@ from draftgen.generator.prompts.integrity import (
     check_generation_prefix,
     missing_tool_names,
 )
-from draftgen.generator.prompts.render import Renderer, RenderSettings
 from draftgen.generator.prompts.tool_declaration import declaration_kind, declared_part
 
 # A probe tool call whose arguments are a compact JSON string: printed verbatim, or quoted?

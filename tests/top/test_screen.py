@@ -7,7 +7,7 @@ import re
 from rich.console import Console
 
 from draftgen.top.model import Budget, DatasetReading, History, ServerReading, Snapshot, build_view
-from draftgen.top.render import abbreviate, count, render
+from draftgen.top.screen import abbreviate, count, render
 
 NAMES = [
     "glaive-function-calling-v2",
@@ -66,7 +66,7 @@ def test_abbreviations_stay_distinct_and_short():
 
 
 def test_a_share_is_rounded_down():
-    from draftgen.top.render import share
+    from draftgen.top.screen import share
 
     assert share(0.996) == "99%" and share(1.0) == "100%" and share(0.29) == "29%"
     assert share(None) == "-"

@@ -1,4 +1,4 @@
-"""Admission, the capacity half: does a server have room for a request, which server takes it,
+"""Admission, the room half: does a server have room for a request, which server takes it,
 and which dataset's ready sample goes next. Pure functions over plain numbers, so every rule is
 unit-tested without a server (the budget half is `admission.py`).
 
