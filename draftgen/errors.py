@@ -7,6 +7,7 @@
      ├── RunError                  a `draftgen generate` run cannot go on
      │    ├── OutputLocked         output/lock.py: another run writes to the output      6
      │    ├── SpecChanged          output/fingerprint.py: the job changed under a resume  3
+     │    ├── NewerSchema          output/manifest.py: written by a newer draftgen         2
      │    ├── ServersDown          generator/sglang/fleet.py: no server became healthy    4
      │    ├── NotSGLang            generator/sglang/health.py: --server is not SGLang         2
      │    └── ServeError           serving.py: the server --serve started failed          4
@@ -29,6 +30,8 @@
      │    └── LayoutNotPlanned     plan/layouts.py: a layout the planner cannot size
      ├── the output and its readers
      │    ├── DiskFull             output/writer.py: the output volume is full (also OSError)  5
+     │    ├── ManifestDamaged      output/manifest.py: a manifest is not a JSON object     2
+     │    ├── BadRecord            output/record.py: a line that is not draftgen's record   2
      │    ├── ExportError          export/records.py: `draftgen export` cannot go on        2
      │    │    └── ManifestDamaged export/records.py: the run's manifest is unreadable      2
      │    ├── ExportFailed         generator/exports.py: a spec.exports entry failed        8

@@ -13,8 +13,10 @@ from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.generator.sglang.client import Generation
 from draftgen.generator.telemetry.metrics import GeneratorMetrics
 from draftgen.generator.telemetry.rate import eta_seconds
-from draftgen.output.fields import reject_key_of
 from draftgen.output.ledger import Ledger
+from draftgen.output.manifest import DatasetManifest, JobManifest
+from draftgen.output.record import Meta, Record, reject_key_of
+from draftgen.output.record import Reject as RejectLine
 from draftgen.output.writer import DatasetWriter, atomic_write_json
 from draftgen.redact import redact_text, redact_url
 from draftgen.spec import GenerationJob
@@ -42,43 +44,41 @@ def generation_record(
     server: str,
     attempts: int,
     latency: float,
-) -> dict[str, Any]:
+) -> Record:
     """One line of a shard: the prompt's ids, the server's answer, and how it was obtained."""
-    meta: dict[str, Any] = {
-        "sampling": params,
-        "cached_tokens": result.cached_tokens,
-        "e2e_latency": result.e2e_latency or latency,
-        "server": redact_url(server),
-        "attempts": attempts,
-        "created_at": time.time(),
-    }
-    if sample.info:
-        meta["sample"] = sample.info
-    return {
-        "id": sample.id,
-        "dataset": dataset,
-        "source_index": sample.source_index,
-        "turn": sample.turn,
-        "input_ids": sample.input_ids,
-        "output_ids": result.output_ids,
-        "prompt_tokens": len(sample.input_ids),
-        "completion_tokens": len(result.output_ids),
-        "finish_reason": result.finish_reason,
-        "matched_stop": result.matched_stop,
-        "meta": meta,
-    }
+    return Record(
+        id=sample.id,
+        dataset=dataset,
+        source_index=sample.source_index,
+        turn=sample.turn,
+        input_ids=sample.input_ids,
+        output_ids=result.output_ids,
+        prompt_tokens=len(sample.input_ids),
+        completion_tokens=len(result.output_ids),
+        finish_reason=result.finish_reason,
+        matched_stop=result.matched_stop,
+        meta=Meta(
+            sampling=params,
+            cached_tokens=result.cached_tokens,
+            e2e_latency=result.e2e_latency or latency,
+            server=redact_url(server),
+            attempts=attempts,
+            created_at=time.time(),
+            sample=sample.info or None,
+        ),
+    )
 
 
-def reject_record(r: Reject) -> dict[str, Any]:
+def reject_record(r: Reject) -> RejectLine:
     """One line of `rejects.jsonl`."""
-    return {
-        "dataset": r.dataset,
-        "source_index": r.source_index,
-        "id": r.id,
-        "reason": r.reason,
-        "detail": redact_text(r.detail),
-        "created_at": time.time(),
-    }
+    return RejectLine(
+        dataset=r.dataset,
+        source_index=r.source_index,
+        id=r.id,
+        reason=r.reason,
+        detail=redact_text(r.detail),
+        created_at=time.time(),
+    )
 
 
 def reject_key(r: Reject) -> tuple:
@@ -102,25 +102,22 @@ def write_manifests(
         metrics.eta.set(eta)
     done = all(ledger.done for ledger in ledgers)
     metrics.job_done.set(1 if done else 0)
-    manifests = {}
+    manifests: dict[str, DatasetManifest] = {}
     for ds in datasets:
-        manifests[ds.name] = ds.ledger.manifest()
+        manifest = ds.ledger.manifest()
         # Which shards were written under which fingerprint (fingerprint.py).
-        manifests[ds.name]["series"] = [
-            {k: v for k, v in s.items() if k != "fingerprint"} for s in ds.series
-        ]
-        ds.writer.write_manifest(manifests[ds.name])
-    atomic_write_json(
-        layout.job_manifest(output),
-        {
-            "job": job.metadata.name,
-            "model": job.spec.model.weights,
-            "datasets": manifests,
-            "completion_tokens": sum(ledger.completion_tokens for ledger in ledgers),
-            "samples": sum(ledger.samples for ledger in ledgers),
-            "throughput_tokens_per_second": round(rate, 3),
-            "eta_seconds": None if eta is None else round(eta, 1),
-            "updated_at": rfc3339(),
-            "done": done,
-        },
+        manifest.series = [{k: v for k, v in s.items() if k != "fingerprint"} for s in ds.series]
+        ds.writer.write_manifest(manifest)
+        manifests[ds.name] = manifest
+    job_manifest = JobManifest(
+        job=job.metadata.name,
+        model=job.spec.model.weights,
+        datasets=manifests,
+        completion_tokens=sum(ledger.completion_tokens for ledger in ledgers),
+        samples=sum(ledger.samples for ledger in ledgers),
+        throughput_tokens_per_second=round(rate, 3),
+        eta_seconds=None if eta is None else round(eta, 1),
+        updated_at=rfc3339(),
+        done=done,
     )
+    atomic_write_json(layout.job_manifest(output), job_manifest.to_json())

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from draftgen.generator.prompts.samples import TOOL_FALLBACK, Reject, Sample
+from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.generator.records import generation_record, reject_key, reject_record, write_manifests
 from draftgen.generator.run_settings import SampleSource, Settings
 from draftgen.generator.scheduling.admission import progress_speed
@@ -276,23 +276,27 @@ class Runner:
         record = generation_record(
             ds.name, sample, result, params, flight.server.client.url, attempts, latency
         )
-        if flight.pool is not None and flight.pool.routed_rank is not None:
-            record["meta"]["dp_rank"] = flight.pool.routed_rank  # the rank it was pinned to
+        if flight.pool is not None and flight.pool.routed_rank is not None and record.meta:
+            record.meta.dp_rank = flight.pool.routed_rank  # the rank it was pinned to
         ds.writer.write_record(record)  # raises DiskFull before anything is counted
         ds.state.done_ids.add(sample.id)
         completion = len(result.output_ids)
         self._ended.setdefault(id(flight.pool), deque(maxlen=1024)).append(
             (time.monotonic(), len(sample.input_ids) + completion)
         )
-        fallback = bool(sample.info.get(TOOL_FALLBACK))
-        ds.ledger.add(len(sample.input_ids), completion, result.finish_reason, fallback)
+        ds.ledger.add_record(record)
         ds.model.observe(completion)
         if latency > 0 and completion > 0:
             self._rates.append(completion / latency)
         self.rate.add(completion)
         self.progress.add_tokens(ds.name, completion)
         self.metrics.record(
-            ds.ledger, result.finish_reason, len(sample.input_ids), completion, latency, fallback
+            ds.ledger,
+            result.finish_reason,
+            record.prompt_tokens,
+            completion,
+            latency,
+            record.tool_fallback,
         )
         if ds.ledger.budget_met:
             self._dataset_finished(ds)

@@ -18,12 +18,12 @@ import json
 import sys
 from pathlib import Path
 
+from draftgen.contract.generator_cli import ExitCode
+from draftgen.output.directory import left_out
 from draftgen.output.figures import budget_text
+from draftgen.output.manifest import NewerSchema
 from draftgen.output.stats_figures import DatasetStats, total
-from draftgen.output.stats_read import collect, left_out
-from draftgen.output.stats_read import (
-    job_datasets as job_datasets,  # draftgen/export/records.py imports it here
-)
+from draftgen.output.stats_read import collect
 from draftgen.spec import Budget
 
 
@@ -110,11 +110,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.dir.exists():
         print(f"{args.dir}: no such file or directory", file=sys.stderr)
         return 2
-    stats, warnings = collect(args.dir)
+    try:
+        stats, warnings = collect(args.dir)
+        gone_dirs = left_out(args.dir)
+    except NewerSchema as err:
+        print(f"draftgen stats: {err}", file=sys.stderr)
+        return ExitCode.INVALID
     notes = [
-        f"{args.dir / name} is not counted: the job no longer has a dataset {name!r} "
+        f"{gone} is not counted: the job no longer has a dataset {gone.name!r} "
         f"({args.dir}/manifest.json)"
-        for name in left_out(args.dir)
+        for gone in gone_dirs
     ]
     notes += [
         f"{s.name}/{shard}: torn last line (a write cut short, e.g. a crash); not counted, "

@@ -106,7 +106,7 @@ def render(
     for name, ds in summary.datasets.items():
         exported_tokens = sum(s.completion_tokens for s in ds.splits.values())
         out.append(
-            f"| {name} | {ds.records:,} | {ds.splits[TRAIN].samples:,} / "
+            f"| {name} | {ds.samples:,} | {ds.splits[TRAIN].samples:,} / "
             f"{ds.splits[VALIDATION].samples:,} | {exported_tokens:,} | "
             f"{ds.finish_reasons.get('length', 0):,} | {ds.truncation_rate:.1%} | "
             f"{ds.truncated_dropped:,} | {ds.mixed_out:,} |"

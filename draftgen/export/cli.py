@@ -180,7 +180,7 @@ def export(
                 )
             data_files = {s: p.name for s, p in paths.items()}
         if not data_files:
-            read = sum(ds.records for ds in summary.datasets.values())
+            read = sum(ds.samples for ds in summary.datasets.values())
             raise ExportError(
                 f"nothing to export: {read} records read, none left after dropping truncated "
                 "samples and applying the mix; check --mix or pass --include-truncated"
@@ -234,7 +234,7 @@ def summary_json(summary: ExportSummary, export_format: str) -> dict:
         "longest_row_tokens": summary.longest_row,
         "datasets": {
             name: {
-                "records": ds.records,
+                "records": ds.samples,
                 "prompt_tokens": ds.prompt_tokens,
                 "completion_tokens": ds.completion_tokens,
                 "finish_reasons": dict(ds.finish_reasons),
@@ -292,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
     for name, ds in summary.datasets.items():
         rows = " ".join(f"{s}={c.samples}" for s, c in ds.splits.items() if c.samples)
         print(
-            f"{name}: {ds.records} records, exported {rows or 'nothing'}; "
+            f"{name}: {ds.samples} records, exported {rows or 'nothing'}; "
             f"{ds.truncated_dropped} dropped as truncated, {ds.mixed_out} left out by the mix"
         )
     if summary.read.torn_lines:

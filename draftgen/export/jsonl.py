@@ -7,11 +7,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from draftgen.output.record import Record
+
 
 def write_jsonl_splits(
     out_dir: Path,
-    rows: Iterable[tuple[str, dict[str, Any]]],
-    convert: Callable[[dict[str, Any]], dict[str, Any]],
+    rows: Iterable[tuple[str, Record]],
+    convert: Callable[[Record], dict[str, Any]],
 ) -> dict[str, Path]:
     """`OUT/<split>.jsonl` for each split that gets a row; returns the files written."""
     handles: dict[str, IO[str]] = {}

@@ -12,6 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from draftgen.output.record import Record
+
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.string(), nullable=False),
@@ -36,21 +38,22 @@ sequences (a row group is built in memory as Python lists first)."""
 ROWS_PER_FILE = 100_000
 
 
-def to_row(record: dict[str, Any]) -> dict[str, Any]:
-    stop = record.get("matched_stop")
-    meta = record.get("meta")
+def to_row(record: Record) -> dict[str, Any]:
+    stop, meta = record.matched_stop, record.meta
     return {
-        "id": record["id"],
-        "dataset": record["dataset"],
-        "source_index": record.get("source_index"),
-        "turn": record.get("turn"),
-        "input_ids": record["input_ids"],
-        "output_ids": record["output_ids"],
-        "prompt_tokens": len(record["input_ids"]),
-        "completion_tokens": len(record["output_ids"]),
-        "finish_reason": record["finish_reason"],
+        "id": record.id,
+        "dataset": record.dataset,
+        "source_index": record.source_index,
+        "turn": record.turn,
+        "input_ids": record.input_ids,
+        "output_ids": record.output_ids,
+        "prompt_tokens": len(record.input_ids),
+        "completion_tokens": len(record.output_ids),
+        "finish_reason": record.finish_reason,
         "matched_stop": None if stop is None else json.dumps(stop, ensure_ascii=False),
-        "meta": None if meta is None else json.dumps(meta, ensure_ascii=False, sort_keys=True),
+        "meta": (
+            None if meta is None else json.dumps(meta.to_json(), ensure_ascii=False, sort_keys=True)
+        ),
     }
 
 
@@ -66,9 +69,9 @@ class _SplitWriter:
         self.files: list[Path] = []
         self.rows_in_file = 0
 
-    def add(self, row: dict[str, Any]) -> None:
-        self.buffer.append(row)
-        self.buffered_tokens += row["prompt_tokens"] + row["completion_tokens"]
+    def add(self, record: Record) -> None:
+        self.buffer.append(to_row(record))
+        self.buffered_tokens += len(record.input_ids) + len(record.output_ids)
         if len(self.buffer) >= ROW_GROUP_ROWS or self.buffered_tokens >= ROW_GROUP_TOKENS:
             self.flush()
 
@@ -98,7 +101,7 @@ class _SplitWriter:
 
 
 def write(
-    out_dir: Path, rows: Iterable[tuple[str, dict[str, Any]]], rows_per_file: int = ROWS_PER_FILE
+    out_dir: Path, rows: Iterable[tuple[str, Record]], rows_per_file: int = ROWS_PER_FILE
 ) -> dict[str, list[Path]]:
     """Parquet files per split (the card is written separately, once counts are known)."""
     data_dir = Path(out_dir) / "data"
@@ -109,7 +112,7 @@ def write(
             writer = writers.get(split)
             if writer is None:
                 writer = writers[split] = _SplitWriter(data_dir, split, rows_per_file)
-            writer.add(to_row(record))
+            writer.add(record)
     finally:
         for writer in writers.values():
             writer.close()

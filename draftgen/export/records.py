@@ -10,15 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import draftgen.safe_json as safe_json
-from draftgen.commands.stats import job_datasets
 from draftgen.contract import layout
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.errors import DraftgenError
-
-REQUIRED_FIELDS = ("id", "dataset", "input_ids", "output_ids", "finish_reason")
-MAX_TOKEN_ID = 2**31
-"""Token ids at or above this are damage, not a vocabulary (the writers store int64)."""
+from draftgen.output import directory
+from draftgen.output.lines import Torn, read_lines
+from draftgen.output.manifest import ManifestDamaged as _Damaged
+from draftgen.output.manifest import read_manifest
+from draftgen.output.record import BadRecord, Record
 
 
 class ExportError(DraftgenError):
@@ -36,27 +35,12 @@ class ReadStats:
     """What the reader skipped, so nothing is lost silently."""
 
     torn_lines: list[str] = field(default_factory=list)
-    """`file:line` of a last line cut short by a crash (no newline, not JSON); skipped."""
-
-
-def _all_dataset_dirs(root: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in root.iterdir()
-        if p.is_dir()
-        and (
-            any(layout.shard_index(f.name) is not None for f in p.iterdir())
-            or layout.dataset_manifest(p).is_file()
-        )
-    )
+    """`file:line` of a torn last line (draftgen/output/lines.py: a write cut short); skipped."""
 
 
 def left_out_dirs(root: Path) -> list[Path]:
     """Dataset directories of datasets the job no longer has (not counted, not exported)."""
-    current = job_datasets(root)
-    if current is None or not Path(root).is_dir():
-        return []
-    return [p for p in _all_dataset_dirs(Path(root)) if p.name not in current]
+    return directory.left_out(root)
 
 
 def dataset_dirs(root: Path) -> list[Path]:
@@ -67,8 +51,8 @@ def dataset_dirs(root: Path) -> list[Path]:
         raise ExportError(
             f"{root}: no such directory; give the directory `draftgen generate` wrote"
         )
-    current = job_datasets(root)
-    found = [p for p in _all_dataset_dirs(root) if current is None or p.name in current]
+    current = directory.job_datasets(root)
+    found = [p for p in directory.dataset_dirs(root) if current is None or p.name in current]
     if not found:
         raise ExportError(
             f"{root}: no dataset directories with shard-*.jsonl or manifest.json; is this the "
@@ -82,67 +66,30 @@ def shard_paths(dataset_dir: Path) -> list[Path]:
     return [p for _, p in layout.shard_files(dataset_dir)]
 
 
-def iter_records(dataset_dir: Path, stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
+def iter_records(dataset_dir: Path, stats: ReadStats | None = None) -> Iterator[Record]:
     """Every record of one dataset, shard by shard, line by line.
 
-    A last line without its newline that does not parse is what a crash mid-write leaves: it is
-    skipped (and noted in `stats`), since the generator rewrites that sample on resume. Any
-    other bad line is damage the export must not paper over, so it raises."""
+    A torn last line (draftgen/output/lines.py) is what a crash mid-write leaves: it is skipped
+    (and noted in `stats`), since the generator writes that sample again on resume. Any other
+    bad line is damage the export must not paper over, so it raises."""
     for shard in shard_paths(dataset_dir):
-        with shard.open("rb") as fh:
-            lineno = 0
-            for raw in fh:
-                lineno += 1
-                complete = raw.endswith(b"\n")
-                if not raw.strip():
-                    continue
-                try:
-                    record = safe_json.loads(raw.decode("utf-8"))
-                except (safe_json.JsonLimitError, UnicodeDecodeError) as err:
-                    if not complete:
-                        if stats is not None:
-                            stats.torn_lines.append(f"{shard}:{lineno}")
-                        continue
-                    raise ExportError(
-                        f"{shard}:{lineno}: not a JSON record ({err}); the shard is damaged in "
-                        "the middle, which a crash cannot cause: restore it or remove the line"
-                    ) from None
-                _check_record(record, shard, lineno)
-                yield record
-
-
-def _check_record(record: Any, shard: Path, lineno: int) -> None:
-    if not isinstance(record, dict):
-        raise ExportError(f"{shard}:{lineno}: a record must be a JSON object")
-    missing = [f for f in REQUIRED_FIELDS if f not in record]
-    if missing:
-        raise ExportError(
-            f"{shard}:{lineno}: record lacks {', '.join(missing)}; see docs/output-format.md"
-        )
-    problem = _field_problem(record)
-    if problem is not None:
-        raise ExportError(
-            f"{shard}:{lineno}: {problem}, which the generator never writes: the shard is "
-            "damaged; restore it or remove the line (see docs/output-format.md)"
-        )
-
-
-def _field_problem(record: dict[str, Any]) -> str | None:
-    """What makes a parsed record unusable for the writers (e.g. a token id past int64)."""
-    for name in ("id", "dataset", "finish_reason"):
-        if not isinstance(record[name], str):
-            return f"{name} is not a string"
-    for name in ("input_ids", "output_ids"):
-        ids = record[name]
-        if not isinstance(ids, list) or not all(
-            type(t) is int and 0 <= t < MAX_TOKEN_ID for t in ids
-        ):
-            return f"{name} is not a list of token ids (integers in [0, {MAX_TOKEN_ID}))"
-    for name in ("source_index", "turn"):
-        value = record.get(name)
-        if value is not None and not (type(value) is int and 0 <= value < 2**63):
-            return f"{name} is not a non-negative 64-bit integer"
-    return None
+        torn: list[Torn] = []
+        for line in read_lines(shard, torn=torn, bounded=True):
+            if line.value is None:
+                raise ExportError(
+                    f"{shard}:{line.number}: {line.error}; the shard is damaged in the middle, "
+                    "which a crash cannot cause: restore it or remove the line"
+                )
+            try:
+                yield Record.from_json(line.value)
+            except BadRecord as err:
+                raise ExportError(
+                    f"{shard}:{line.number}: {err}, which the generator never writes: the "
+                    "shard is damaged; restore it or remove the line (see "
+                    "docs/output-format.md)"
+                ) from None
+        if stats is not None:
+            stats.torn_lines += [str(t) for t in torn]
 
 
 class ManifestDamaged(ExportError):
@@ -154,17 +101,12 @@ class ManifestDamaged(ExportError):
 
 def read_json(path: Path) -> dict[str, Any] | None:
     """A manifest, or None when it does not exist yet (a job that never finished a batch).
-    Raises `ManifestDamaged` when it is not a JSON object (garbage, non-UTF-8, too deep)."""
-    path = Path(path)
-    if not path.is_file():
-        return None
+    Raises `ManifestDamaged` when it is not a JSON object (garbage, non-UTF-8, too deep), and
+    `NewerSchema` when a newer draftgen wrote it."""
     try:
-        data = safe_json.loads(path.read_text(encoding="utf-8"))
-    except (safe_json.JsonLimitError, UnicodeDecodeError) as err:
-        raise ManifestDamaged(f"{path}: not valid JSON ({err})") from None
-    if not isinstance(data, dict):
-        raise ManifestDamaged(f"{path}: a manifest must be a JSON object")
-    return data
+        return read_manifest(path)
+    except _Damaged as err:
+        raise ManifestDamaged(str(err)) from None
 
 
 def _read_manifest(path: Path, damaged: list[str]) -> dict[str, Any] | None:

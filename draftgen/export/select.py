@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from draftgen.output.counts import DatasetCounts
+from draftgen.output.record import Record
+
 from .mix import MixRule, copies_by_weight, select_by_tokens
 from .records import ExportError, ReadStats, dataset_dirs, iter_records
 from .split import TRAIN, VALIDATION, split_of
@@ -41,21 +44,18 @@ class SplitCounts:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Record) -> None:
         self.samples += 1
-        self.prompt_tokens += len(record["input_ids"])
-        self.completion_tokens += len(record["output_ids"])
+        self.prompt_tokens += len(record.input_ids)
+        self.completion_tokens += len(record.output_ids)
 
 
-@dataclass(slots=True)
-class DatasetSummary:
-    """What one dataset contributed, and what was left out and why."""
+@dataclass
+class DatasetSummary(DatasetCounts):
+    """What one dataset contributed, and what was left out and why. Its counts are of the
+    records read from the shards (after removing duplicate ids)."""
 
     name: str
-    records: int = 0
-    """Records read from the shards (after removing duplicate ids)."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     finish_reasons: Counter = field(default_factory=Counter)
     """Of the records read."""
     truncated_dropped: int = 0
@@ -86,7 +86,7 @@ class DatasetSummary:
 
     @property
     def truncation_rate(self) -> float:
-        return self.finish_reasons.get("length", 0) / self.records if self.records else 0.0
+        return self.finish_reasons.get("length", 0) / self.samples if self.samples else 0.0
 
     @property
     def exported(self) -> int:
@@ -127,7 +127,7 @@ def histogram_bucket(length: int) -> int:
 
 def export_rows(
     root: Path, options: ExportOptions, summary: ExportSummary
-) -> Iterator[tuple[str, dict[str, Any]]]:
+) -> Iterator[tuple[str, Record]]:
     """(split, record) for every row the export writes, dataset by dataset in name order,
     records in shard order; `summary` fills in as the stream is consumed."""
     dirs = dataset_dirs(root)
@@ -144,52 +144,47 @@ def export_rows(
         kept_by_tokens = None
         if rule is not None and rule.token_cap is not None:
             kept_by_tokens = select_by_tokens(
-                [
-                    (r["id"], len(r["output_ids"]))
-                    for r in _eligible(directory, options, None, None)
-                ],
+                [(r.id, len(r.output_ids)) for r in _eligible(directory, options, None, None)],
                 rule.token_cap,
                 options.split_seed,
             )
         for record in _eligible(directory, options, ds, summary.read):
             if kept_by_tokens is not None:
-                copies = 1 if record["id"] in kept_by_tokens else 0
+                copies = 1 if record.id in kept_by_tokens else 0
             elif rule is not None and rule.weight is not None:
-                copies = copies_by_weight(record["id"], rule.weight, options.split_seed)
+                copies = copies_by_weight(record.id, rule.weight, options.split_seed)
             else:
                 copies = 1
             if copies == 0:
                 ds.mixed_out += 1
                 continue
-            split = split_of(record["id"], options.validation_fraction, options.split_seed)
-            length = len(record["input_ids"]) + len(record["output_ids"])
+            split = split_of(record.id, options.validation_fraction, options.split_seed)
+            length = len(record.input_ids) + len(record.output_ids)
             summary.longest_row = max(summary.longest_row, length)
             for _ in range(copies):
                 ds.splits[split].add(record)
-                ds.completion_histogram[histogram_bucket(len(record["output_ids"]))] += 1
+                ds.completion_histogram[histogram_bucket(len(record.output_ids))] += 1
                 yield split, record
 
 
 def _eligible(
     directory: Path, options: ExportOptions, ds: DatasetSummary | None, read: ReadStats | None
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Record]:
     """Records that may be exported: each id once, truncated ones only when asked for.
     Counts go to `ds` when given (the pass that writes), not on the token-cap pre-pass."""
     seen: set[str] = set()
     for record in iter_records(directory, read):
-        if record["id"] in seen:
+        if record.id in seen:
             if ds is not None:
                 ds.duplicates += 1
             continue
-        seen.add(record["id"])
-        truncated = record["finish_reason"] == "length"
+        seen.add(record.id)
+        truncated = record.truncated
         if ds is not None:
-            ds.records += 1
-            ds.prompt_tokens += len(record["input_ids"])
-            ds.completion_tokens += len(record["output_ids"])
-            ds.finish_reasons[record["finish_reason"]] += 1
-            sampling = (record.get("meta") or {}).get("sampling")
-            if isinstance(sampling, dict):
+            ds.count(len(record.input_ids), len(record.output_ids))
+            ds.finish_reasons[record.finish_reason] += 1
+            sampling = None if record.meta is None else record.meta.sampling
+            if sampling is not None:
                 ds.observe_sampling(sampling)
             if truncated and not options.include_truncated:
                 ds.truncated_dropped += 1

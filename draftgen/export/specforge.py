@@ -20,6 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from draftgen.output.record import Record
+
 from .jsonl import write_jsonl_splits
 from .speculators import ids_and_mask
 
@@ -27,9 +29,9 @@ from .speculators import ids_and_mask
 SPECFORGE_DEFAULT_MAX_LENGTH = 2048
 
 
-def to_specforge(record: dict[str, Any]) -> dict[str, Any]:
+def to_specforge(record: Record) -> dict[str, Any]:
     input_ids, loss_mask = ids_and_mask(record)
-    return {"id": record["id"], "input_ids": input_ids, "loss_mask": loss_mask}
+    return {"id": record.id, "input_ids": input_ids, "loss_mask": loss_mask}
 
 
 def write(out_dir: Path, rows) -> dict[str, Path]:

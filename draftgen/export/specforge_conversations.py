@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from draftgen.output.record import Record
+
 from .jsonl import write_jsonl_splits
 from .records import ExportError
 from .tokenizer import decode
@@ -126,22 +128,22 @@ class ChatFormat:
         return decode(self.tokenizer, output_ids)
 
 
-def to_specforge(record: dict[str, Any], chat: ChatFormat) -> dict[str, Any]:
+def to_specforge(record: Record, chat: ChatFormat) -> dict[str, Any]:
     try:
-        messages, prefix = chat.split_prompt(record["input_ids"])
+        messages, prefix = chat.split_prompt(record.input_ids)
     except ExportError as err:
-        raise ExportError(f"record {record['id']}: {err}") from err
+        raise ExportError(f"record {record.id}: {err}") from err
     messages.append(
-        {"role": "assistant", "content": prefix + chat.completion_text(record["output_ids"])}
+        {"role": "assistant", "content": prefix + chat.completion_text(record.output_ids)}
     )
-    return {"id": record["id"], "conversations": messages}
+    return {"id": record.id, "conversations": messages}
 
 
-def to_specforge_text(record: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
+def to_specforge_text(record: Record, tokenizer: Any) -> dict[str, Any]:
     """The row SpecForge's `--is-preformatted` reads: the whole sequence as rendered text."""
     return {
-        "id": record["id"],
-        "text": decode(tokenizer, record["input_ids"] + record["output_ids"]),
+        "id": record.id,
+        "text": decode(tokenizer, record.input_ids + record.output_ids),
     }
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from draftgen.output.record import Record
+
 from .jsonl import write_jsonl_splits
 from .tokenizer import decode
 
@@ -32,40 +34,40 @@ def primary_id(sample_id: str) -> str:
     return head if sep and tail.isdigit() else sample_id
 
 
-def ids_and_mask(record: dict[str, Any]) -> tuple[list[int], list[int]]:
+def ids_and_mask(record: Record) -> tuple[list[int], list[int]]:
     """The training sequence of a record: prompt then completion, unchanged, with a loss mask
     of 0 on every prompt token (the generation prefix such as `<think>` included) and 1 on
     every generated token (the end-of-turn token included)."""
-    prompt, completion = record["input_ids"], record["output_ids"]
+    prompt, completion = record.input_ids, record.output_ids
     return [*prompt, *completion], [0] * len(prompt) + [1] * len(completion)
 
 
 def to_speculators(
-    record: dict[str, Any], tokenizer: Any, tool_ids: frozenset[int] = frozenset()
+    record: Record, tokenizer: Any, tool_ids: frozenset[int] = frozenset()
 ) -> dict[str, Any]:
-    prompt, completion = record["input_ids"], record["output_ids"]
+    prompt, completion = record.input_ids, record.output_ids
     input_ids, loss_mask = ids_and_mask(record)
-    meta = record.get("meta") or {}
+    meta = record.meta
     return {
-        "id": record["id"],
-        "primary_id": primary_id(record["id"]),
+        "id": record.id,
+        "primary_id": primary_id(record.id),
         "input_ids": input_ids,
         "loss_mask": loss_mask,
         "text": decode(tokenizer, input_ids),
         "metadata": {
-            "idx": record.get("source_index"),
-            "dataset": record["dataset"],
-            "turn": record.get("turn"),
-            "finish_reason": record["finish_reason"],
-            "matched_stop": record.get("matched_stop"),
+            "idx": record.source_index,
+            "dataset": record.dataset,
+            "turn": record.turn,
+            "finish_reason": record.finish_reason,
+            "matched_stop": record.matched_stop,
             "is_tool_call": any(t in tool_ids for t in completion),
             "usage": {
                 "prompt_tokens": len(prompt),
                 "completion_tokens": len(completion),
                 "total_tokens": len(input_ids),
             },
-            "endpoint": meta.get("server"),
-            "sampling_params": meta.get("sampling"),
+            "endpoint": None if meta is None else meta.server,
+            "sampling_params": None if meta is None else meta.sampling,
         },
     }
 

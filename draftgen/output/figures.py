@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from draftgen.output.counts import DatasetCounts
 from draftgen.work import remaining_completion_tokens
 
 
@@ -26,14 +27,11 @@ class Limits(Protocol):
     def max_samples(self) -> int | None: ...
 
 
-@dataclass(frozen=True)
-class DatasetFigures:
+@dataclass
+class DatasetFigures(DatasetCounts):
     """What one dataset wrote, against its budget."""
 
     budget: Limits
-    samples: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     done: bool = False
     """Done for a reason the counts do not show (rows used up, the budget closed); a limit met
     makes the dataset finished whatever this says."""
@@ -43,9 +41,7 @@ class DatasetFigures:
         b = self.budget
         if b.completion_tokens is not None and self.completion_tokens >= b.completion_tokens:
             return "completionTokens"
-        if b.total_tokens is not None and self.prompt_tokens + self.completion_tokens >= (
-            b.total_tokens
-        ):
+        if b.total_tokens is not None and self.total_tokens >= b.total_tokens:
             return "totalTokens"
         if b.max_samples is not None and self.samples >= b.max_samples:
             return "maxSamples"
@@ -62,7 +58,7 @@ class DatasetFigures:
         if b.completion_tokens:
             parts.append(self.completion_tokens / b.completion_tokens)
         if b.total_tokens:
-            parts.append((self.prompt_tokens + self.completion_tokens) / b.total_tokens)
+            parts.append(self.total_tokens / b.total_tokens)
         if b.max_samples:
             parts.append(self.samples / b.max_samples)
         return max(parts) if parts else None
@@ -77,13 +73,13 @@ class DatasetFigures:
         lengths measured so far (None: unknown)."""
         if self.finished:
             return 0.0
-        b, n = self.budget, self.samples
+        b = self.budget
         return remaining_completion_tokens(
             b.completion_tokens,
             b.total_tokens,
             b.max_samples,
-            self.prompt_tokens / n if n else None,
-            self.completion_tokens / n if n else None,
+            self.mean_prompt if self.samples else None,
+            self.mean_completion if self.samples else None,
             self.completion_tokens,
         )
 
@@ -108,13 +104,13 @@ def job_eta(datasets: Iterable[DatasetFigures], rate: float | None) -> float | N
     return left / rate
 
 
-def budget_text(budget: Limits, counts: DatasetFigures | None = None) -> str:
+def budget_text(budget: Limits, counts: DatasetCounts | None = None) -> str:
     """`10,000 tok, 50 samples`; with `counts`, each against its limit: `7,500/10,000 tok`.
     Empty when the budget has no limit (the caller says what that means)."""
     parts = []
     for limit, unit, count in (
         (budget.completion_tokens, "tok", counts and counts.completion_tokens),
-        (budget.total_tokens, "total", counts and counts.prompt_tokens + counts.completion_tokens),
+        (budget.total_tokens, "total", counts and counts.total_tokens),
         (budget.max_samples, "samples", counts and counts.samples),
     ):
         if limit is not None:

@@ -5,21 +5,21 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from draftgen.output.counts import DatasetCounts
 from draftgen.output.figures import DatasetFigures
+from draftgen.output.manifest import DatasetManifest
+from draftgen.output.record import Record
 from draftgen.spec import Budget
 from draftgen.timefmt import rfc3339
 
 
 @dataclass
-class Ledger:
+class Ledger(DatasetCounts):
     """Counts of one dataset's written records and rejects. Built from the shards on resume
     (the records are the truth), then updated as each record is written."""
 
     dataset: str
     budget: Budget
-    samples: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     finish_reasons: Counter = field(default_factory=Counter)
     completion_by_reason: Counter = field(default_factory=Counter)
     rejects: Counter = field(default_factory=Counter)
@@ -37,28 +37,31 @@ class Ledger:
         finish_reason: str,
         tool_fallback: bool = False,
     ) -> None:
-        self.samples += 1
+        self.count(prompt_tokens, completion_tokens)
         self.tool_fallbacks += tool_fallback
-        self.prompt_tokens += prompt_tokens
-        self.completion_tokens += completion_tokens
         self.finish_reasons[finish_reason] += 1
         self.completion_by_reason[finish_reason] += completion_tokens
+
+    def add_record(self, record: Record) -> None:
+        """Count a record as written (the one call the run makes per record)."""
+        self.add(
+            record.prompt_tokens,
+            record.completion_tokens,
+            record.finish_reason,
+            record.tool_fallback,
+        )
 
     def add_reject(self, reason: str) -> None:
         self.rejects[reason] += 1
 
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
     def figures(self) -> DatasetFigures:
         """The counts against the budget, figured as `draftgen stats` and `draftgen top` do."""
         return DatasetFigures(
-            self.budget,
-            self.samples,
-            self.prompt_tokens,
-            self.completion_tokens,
-            self.exhausted or self.closed,
+            budget=self.budget,
+            samples=self.samples,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            done=self.exhausted or self.closed,
         )
 
     def limit_met(self) -> str | None:
@@ -104,25 +107,25 @@ class Ledger:
         """Progress towards the nearest limit, 0–1 (None without a budget)."""
         return self.figures().fraction_done()
 
-    def manifest(self) -> dict:
+    def manifest(self) -> DatasetManifest:
         """This dataset's `manifest.json` (docs/output-format.md)."""
-        return {
-            "dataset": self.dataset,
-            "samples": self.samples,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "finish_reasons": {
+        return DatasetManifest(
+            dataset=self.dataset,
+            samples=self.samples,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            finish_reasons={
                 "stop": self.finish_reasons["stop"],
                 "length": self.finish_reasons["length"],
             },
-            "truncation_rate": round(self.truncation_rate, 6),
-            "rejects": sum(self.rejects.values()),
-            "tool_fallbacks": self.tool_fallbacks,
-            "budget": self.budget.model_dump(by_alias=True),
-            "overshoot_completion_tokens": self.overshoot_completion_tokens,
-            "overshoot_percent": round(self.overshoot_percent, 4),
-            "overshoot_samples": self.overshoot_samples,
-            "done": self.done,
-            "exhausted": self.exhausted,
-            "updated_at": rfc3339(),
-        }
+            truncation_rate=round(self.truncation_rate, 6),
+            rejects=sum(self.rejects.values()),
+            tool_fallbacks=self.tool_fallbacks,
+            budget=self.budget.model_dump(by_alias=True),
+            overshoot_completion_tokens=self.overshoot_completion_tokens,
+            overshoot_percent=round(self.overshoot_percent, 4),
+            overshoot_samples=self.overshoot_samples,
+            done=self.done,
+            exhausted=self.exhausted,
+            updated_at=rfc3339(),
+        )

@@ -9,17 +9,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from draftgen.output.counts import DatasetCounts
 from draftgen.output.figures import DatasetFigures, state_text
 from draftgen.output.ledger import Ledger
 from draftgen.spec import Budget
 
 
 @dataclass
-class DatasetStats:
+class DatasetStats(DatasetCounts):
     name: str
-    samples: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     truncated: int = 0
     rejects: int = 0
     unreadable: int = 0
@@ -34,14 +32,6 @@ class DatasetStats:
     first_at: float | None = None
     last_at: float | None = None
     """Write times of the first and last record (`meta.created_at`)."""
-
-    @property
-    def mean_prompt(self) -> float:
-        return self.prompt_tokens / self.samples if self.samples else 0.0
-
-    @property
-    def mean_completion(self) -> float:
-        return self.completion_tokens / self.samples if self.samples else 0.0
 
     @property
     def truncation_rate(self) -> float:
@@ -60,7 +50,12 @@ class DatasetStats:
         return led
 
     def _figures(self, budget: Budget) -> DatasetFigures:
-        return DatasetFigures(budget, self.samples, self.prompt_tokens, self.completion_tokens)
+        return DatasetFigures(
+            budget=budget,
+            samples=self.samples,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+        )
 
     @property
     def budget_fraction(self) -> float | None:

@@ -1,19 +1,18 @@
 """Reading an output directory for `draftgen stats`: per dataset, in spec order, the counts of
 its records (draftgen's own, SGLang `/generate` answers, OpenAI chat-completions responses with
 `usage` nested, also inside a batch `response.body`), its rejects and what its manifests say. A
-shard's torn last line (a write cut short) is named and not counted, as resume reads it; a file
-whose records yield no tokens is a loud warning, never a silent zero."""
+shard's torn last line (a write cut short) is named and not counted, by the rule resume reads it
+with (draftgen/output/lines.py); a file whose records yield no tokens is a loud warning, never a
+silent zero."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-import draftgen.safe_json as safe_json
 from draftgen.contract.layout import (
     REJECTS_FILE,
     SHARD_PREFIX,
@@ -22,6 +21,10 @@ from draftgen.contract.layout import (
     rejects_file,
     shard_index,
 )
+from draftgen.output.directory import job_datasets
+from draftgen.output.lines import Torn, read_lines
+from draftgen.output.manifest import ManifestDamaged, read_manifest
+from draftgen.output.record import Reject
 from draftgen.output.stats_figures import DatasetStats
 from draftgen.spec import Budget
 
@@ -82,18 +85,14 @@ def read_record(rec: dict[str, Any]) -> tuple[str, int, int, bool] | None:
 def _count_rejects(path: Path, done_ids: set[str]) -> Counter:
     """Distinct rejects by reason, leaving out failed requests that a later run completed."""
     seen: set[tuple] = set()
-    with open(path, "rb") as f:
-        for raw in f:
-            try:
-                rej = json.loads(raw)
-            except (ValueError, RecursionError):  # incl. huge numbers, deep nesting
-                continue
-            if not isinstance(rej, dict):
-                continue
-            if rej.get("reason") == "request_failed" and rej.get("id") in done_ids:
-                continue
-            seen.add((rej.get("id"), rej.get("source_index"), rej.get("reason")))
-    return Counter(str(reason) for _, _, reason in seen)
+    for line in read_lines(path):
+        if line.value is None:
+            continue
+        rej = Reject.from_json(line.value)
+        if rej.reason == "request_failed" and rej.id in done_ids:
+            continue
+        seen.add((rej.id, rej.source_index, rej.reason))
+    return Counter(reason for _, _, reason in seen)
 
 
 def _dataset_files(root: Path) -> dict[str, list[Path]]:
@@ -115,59 +114,29 @@ def _dataset_files(root: Path) -> dict[str, list[Path]]:
     return groups
 
 
-def job_datasets(root: Path) -> set[str] | None:
-    """The datasets of the job as it last ran (the job manifest's `datasets`), or None when the
-    manifest is missing or unreadable. A directory of a dataset since removed from the job is
-    not part of the job's data (neither counted here nor exported)."""
-    try:
-        data = safe_json.loads(job_manifest(Path(root)).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, safe_json.JsonLimitError):
-        return None
-    names = data.get("datasets") if isinstance(data, dict) else None
-    return set(names) if isinstance(names, dict) else None
-
-
 def _current(root: Path) -> set[str] | None:
     """The job's current datasets when `root` is a job output whose manifest names them."""
     return job_datasets(root) if root.is_dir() else None
 
 
-def left_out(root: Path) -> list[str]:
-    """Dataset directories under `root` that the job no longer has (not counted)."""
-    current = _current(root)
-    if current is None:
-        return []
-    return [name for name in _dataset_files(root) if name not in current and name != root.name]
-
-
-def _lines(path: Path) -> tuple[list[bytes], bool]:
-    """The file's non-empty lines and whether its last line is torn: in a shard, a last line
-    without its newline is a write cut short (resume drops it). A whole line that does not
-    parse stays an unreadable line."""
-    with open(path, "rb") as f:
-        lines = [raw for raw in f if raw.strip()]
-    if not lines or shard_index(path.name) is None or lines[-1].endswith(b"\n"):
-        return lines, False
-    return lines[:-1], True
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        return read_manifest(path)
+    except ManifestDamaged:
+        return None
 
 
 def _manifest(directory: Path, job: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
     """The dataset's manifest, else its entry in the job manifest (None: neither)."""
-    try:
-        data = safe_json.loads(dataset_manifest(directory).read_text(encoding="utf-8"))
-        if isinstance(data, dict):
-            return data
-    except (OSError, UnicodeDecodeError, safe_json.JsonLimitError):
-        pass
+    data = _read(dataset_manifest(directory))
+    if data is not None:
+        return data
     entry = (job or {}).get("datasets", {}).get(name) if isinstance(job, dict) else None
     return entry if isinstance(entry, dict) else None
 
 
 def _job(root: Path) -> dict[str, Any] | None:
-    try:
-        data = safe_json.loads(job_manifest(root).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, safe_json.JsonLimitError):
-        return None
+    data = _read(job_manifest(root))
     return data if isinstance(data, dict) and isinstance(data.get("datasets"), dict) else None
 
 
@@ -194,16 +163,12 @@ def _created_at(rec: dict[str, Any]) -> float | None:
 
 def _read_file(st: DatasetStats, path: Path, done_ids: set[str], warnings: list[str]) -> None:
     records = tokens = unknown = repeated = 0
-    lines, torn = _lines(path)
-    if torn:
-        st.torn_shards.append(path.name)
-    for raw in lines:
-        try:
-            rec = json.loads(raw)
-        except (ValueError, RecursionError):  # incl. huge numbers, deep nesting
-            st.unreadable += 1
-            continue
-        if not isinstance(rec, dict):
+    torn: list[Torn] = []
+    # Only draftgen's shards are written whole line by whole line; another tool's file may end
+    # without a newline.
+    for line in read_lines(path, torn=torn, whole_lines=shard_index(path.name) is not None):
+        rec = line.value
+        if rec is None:
             st.unreadable += 1
             continue
         records += 1
@@ -218,9 +183,7 @@ def _read_file(st: DatasetStats, path: Path, done_ids: set[str], warnings: list[
                 continue
             done_ids.add(rec["id"])
         st.shapes.add(shape)
-        st.samples += 1
-        st.prompt_tokens += prompt
-        st.completion_tokens += completion
+        st.count(prompt, completion)
         st.truncated += truncated
         tokens += completion
         at = _created_at(rec)
@@ -244,11 +207,13 @@ def _read_file(st: DatasetStats, path: Path, done_ids: set[str], warnings: list[
         warnings.append(
             f"{path}: {unknown} of {records} records have an unknown shape and were not counted"
         )
+    if torn:
+        st.torn_shards.append(path.name)
 
 
 def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
     """Statistics per dataset in spec order (the job manifest's), and loud warnings. In a job's
-    output directory only the job's current datasets count (see `left_out`)."""
+    output directory only the job's current datasets count (see `draftgen.output.directory.left_out`)."""
     warnings: list[str] = []
     out = []
     current = _current(root)

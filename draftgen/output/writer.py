@@ -14,6 +14,8 @@ from typing import Any
 from draftgen.contract import layout
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.errors import DraftgenError
+from draftgen.output.manifest import DatasetManifest
+from draftgen.output.record import Record, Reject
 
 __all__ = ["AppendFile", "DatasetWriter", "DiskFull", "atomic_write_json", "encode_line"]
 
@@ -145,20 +147,20 @@ class DatasetWriter:
             self._shard = AppendFile(path, fsync_every=self.fsync_every)
         return self._shard
 
-    def write_record(self, record: dict[str, Any]) -> None:
+    def write_record(self, record: Record) -> None:
         """Append one record; returns only once the whole line is in the file."""
-        self._current_shard().append(encode_line(record))
+        self._current_shard().append(encode_line(record.to_json()))
         self._records_in_shard += 1
 
-    def write_reject(self, reject: dict[str, Any]) -> None:
+    def write_reject(self, reject: Reject) -> None:
         if self._rejects is None:
             self._rejects = AppendFile(
                 layout.rejects_file(self.directory), fsync_every=self.fsync_every
             )
-        self._rejects.append(encode_line(reject))
+        self._rejects.append(encode_line(reject.to_json()))
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        atomic_write_json(layout.dataset_manifest(self.directory), manifest)
+    def write_manifest(self, manifest: DatasetManifest) -> None:
+        atomic_write_json(layout.dataset_manifest(self.directory), manifest.to_json())
 
     def sync(self) -> None:
         for f in (self._shard, self._rejects):

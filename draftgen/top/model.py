@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from draftgen.contract.saturation import LoadPoint, Verdict, verdict
+from draftgen.output.counts import DatasetCounts
 from draftgen.output.figures import DatasetFigures, job_eta
 
 RATE_WINDOW_SECONDS = 60.0
@@ -29,14 +30,11 @@ class Budget:
         )
 
 
-@dataclass(frozen=True)
-class DatasetReading:
+@dataclass
+class DatasetReading(DatasetCounts):
     """One dataset's counts as a source read them."""
 
     name: str
-    samples: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     truncated: int | None = 0
     """Samples that ended at maxNewTokens (None: the source does not say)."""
     rejects: int = 0
@@ -48,7 +46,11 @@ class DatasetReading:
     def figures(self) -> DatasetFigures:
         """The figures the generator's progress and `draftgen stats` show, figured alike."""
         return DatasetFigures(
-            self.budget, self.samples, self.prompt_tokens, self.completion_tokens, self.done
+            budget=self.budget,
+            samples=self.samples,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            done=self.done,
         )
 
     def limit_met(self) -> bool:

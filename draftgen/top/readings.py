@@ -11,6 +11,7 @@ from typing import Any
 from draftgen.contract import metrics as names
 from draftgen.contract import saturation
 from draftgen.contract.metrics import PageError
+from draftgen.output.manifest import JobManifest
 
 from .model import Budget, DatasetReading, ServerReading
 
@@ -122,22 +123,18 @@ def parse_job_manifest(data: Any) -> ManifestReading:
     if not isinstance(data, dict) or not isinstance(data.get("datasets"), dict):
         raise PageError("not a job manifest (no `datasets` object)")
     out = []
-    for name, d in data["datasets"].items():
-        if not isinstance(d, dict):
-            continue
-        raw_reasons = d.get("finish_reasons")
-        reasons: dict[str, Any] = raw_reasons if isinstance(raw_reasons, dict) else {}
+    for name, d in JobManifest.from_json(data).datasets.items():
         out.append(
             DatasetReading(
-                name=str(name),
-                samples=_int(d.get("samples")) or 0,
-                prompt_tokens=_int(d.get("prompt_tokens")) or 0,
-                completion_tokens=_int(d.get("completion_tokens")) or 0,
-                truncated=_int(reasons.get("length")),
-                rejects=_int(d.get("rejects")) or 0,
-                budget=_budget(d.get("budget")),
-                done=d.get("done") is True,
-                exhausted=d.get("exhausted") is True,
+                name=name,
+                samples=d.samples,
+                prompt_tokens=d.prompt_tokens,
+                completion_tokens=d.completion_tokens,
+                truncated=d.finish_reasons.get("length"),
+                rejects=d.rejects,
+                budget=_budget(d.budget),
+                done=d.done,
+                exhausted=d.exhausted,
             )
         )
     rate = data.get("throughput_tokens_per_second")

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +20,7 @@ from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.layout import job_manifest
 from draftgen.contract.metrics import PageError
 from draftgen.errors import DraftgenError
+from draftgen.output.manifest import NewerSchema, read_manifest
 
 from . import readings
 from .model import ServerReading, Snapshot
@@ -68,10 +68,12 @@ class DirectorySource:
         servers = tuple(r for url in self.servers for r in _server_page(self._http, url))
         path = job_manifest(self.directory)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_manifest(path)
+            if data is None:
+                return Snapshot(source, now, servers=servers, error=f"no {path} (yet)")
             got = readings.parse_job_manifest(data)
-        except FileNotFoundError:
-            return Snapshot(source, now, servers=servers, error=f"no {path} (yet)")
+        except NewerSchema as err:
+            return Snapshot(source, now, servers=servers, error=str(err))
         except (OSError, ValueError) as err:  # a torn or foreign file: try again next time
             return Snapshot(source, now, servers=servers, error=f"{path}: {err}"[:300])
         notes = []

@@ -9,7 +9,7 @@ from draftgen.contract.metrics import RejectReason
 
 # The reject reason, and the `meta.sample` key, of a prompt whose tools were declared in a
 # fallback form (`render.Rendered.tool_fallback`: why).
-from draftgen.output.fields import TOOL_FALLBACK
+from draftgen.output.record import TOOL_FALLBACK
 
 __all__ = ["TOOL_FALLBACK", "Reject", "Sample"]
 

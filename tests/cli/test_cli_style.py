@@ -136,4 +136,4 @@ def test_log_times_are_iso_8601_and_updated_at_rfc_3339():
     assert RFC3339.match(line.split()[0]), line
     assert rfc3339(0) == "1970-01-01T00:00:00Z"
     ledger = Ledger(dataset="d", budget=Budget(completion_tokens=10))
-    assert RFC3339.match(ledger.manifest()["updated_at"])
+    assert RFC3339.match(ledger.manifest().updated_at)

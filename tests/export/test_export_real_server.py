@@ -26,7 +26,7 @@ def _export(output: Path, fmt: str, to: Path, *extra: str) -> int:
 
 
 def test_real_records_export_with_identical_ids(generated, tmp_path, capsys):
-    records = {r["id"]: r for d in ("chat", "tools") for r in iter_records(generated / d)}
+    records = {r.id: r for d in ("chat", "tools") for r in iter_records(generated / d)}
     assert len(records) >= 5
 
     assert _export(generated, "speculators", tmp_path / "spec") == 0
@@ -34,10 +34,10 @@ def test_real_records_export_with_identical_ids(generated, tmp_path, capsys):
     assert {r["id"] for r in rows} == set(records)
     for row in rows:
         rec = records[row["id"]]
-        n = len(rec["input_ids"])
-        assert row["input_ids"] == rec["input_ids"] + rec["output_ids"]
-        assert row["loss_mask"] == [0] * n + [1] * len(rec["output_ids"])
-        assert rec["input_ids"][-1] == THINK and "<think>" in row["text"]
+        n = len(rec.input_ids)
+        assert row["input_ids"] == rec.input_ids + rec.output_ids
+        assert row["loss_mask"] == [0] * n + [1] * len(rec.output_ids)
+        assert rec.input_ids[-1] == THINK and "<think>" in row["text"]
     tools = [r for r in rows if r["id"].startswith("tools/")]
     assert tools and all("<|im_system|>tool_declare<|im_middle|>" in r["text"] for r in tools)
 

@@ -45,11 +45,11 @@ def test_ids_are_identical_to_the_records(output_dir, tmp_path):
     records = [r for d in ("chat", "code") for r in iter_records(output_dir / d)]
     assert len(rows) == len(records) == 17
     for record in records:
-        _, row = rows[record["id"]]
-        assert row["input_ids"] == record["input_ids"]
-        assert row["output_ids"] == record["output_ids"]
-        assert row["finish_reason"] == record["finish_reason"]
-        assert json.loads(row["meta"]) == record["meta"]
+        _, row = rows[record.id]
+        assert row["input_ids"] == record.input_ids
+        assert row["output_ids"] == record.output_ids
+        assert row["finish_reason"] == record.finish_reason
+        assert record.meta is not None and json.loads(row["meta"]) == record.meta.to_json()
     assert any(TOOL_SECTION in row["output_ids"] for _, row in rows.values())
 
 
@@ -61,7 +61,7 @@ def test_loads_with_datasets_offline_with_both_splits(output_dir, tmp_path, offl
     assert loaded["train"].features["input_ids"].feature.dtype == "int64"
     by_id = {r["id"]: r for split in loaded.values() for r in split}
     for record in iter_records(output_dir / "code"):
-        assert by_id[record["id"]]["output_ids"] == record["output_ids"]
+        assert by_id[record.id]["output_ids"] == record.output_ids
     on_disk = _parquet_rows(out)
     for split, ds in loaded.items():
         assert all(on_disk[r["id"]][0] == split for r in ds)

@@ -16,7 +16,7 @@ def test_records_come_back_in_shard_order_across_shards(tmp_path):
     root = write_output(tmp_path / "run", {"chat": records}, shard_size=3)
     # shard-00010 must sort after shard-00002 (numbers, not strings)
     (root / "chat" / "shard-00003.jsonl").rename(root / "chat" / "shard-00010.jsonl")
-    assert [r["id"] for r in iter_records(root / "chat")] == [r["id"] for r in records]
+    assert [r.id for r in iter_records(root / "chat")] == [r["id"] for r in records]
 
 
 def test_torn_last_line_is_skipped_and_reported(tmp_path):
@@ -27,7 +27,7 @@ def test_torn_last_line_is_skipped_and_reported(tmp_path):
     shard.write_text(shard.read_text() + torn)
     stats = ReadStats()
     got = list(iter_records(root / "chat", stats))
-    assert [r["id"] for r in got] == [r["id"] for r in records]
+    assert [r.id for r in got] == [r["id"] for r in records]
     assert stats.torn_lines == [f"{shard}:6"]
 
 

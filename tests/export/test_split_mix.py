@@ -14,7 +14,7 @@ from .builders import synthetic_records, write_output
 
 def _rows(root, **options):
     summary = ExportSummary()
-    return [(s, r["id"]) for s, r in export_rows(root, ExportOptions(**options), summary)], summary
+    return [(s, r.id) for s, r in export_rows(root, ExportOptions(**options), summary)], summary
 
 
 def test_split_fraction_is_close_to_asked_and_stable():
@@ -40,7 +40,7 @@ def test_truncated_samples_are_dropped_by_default_and_counted(output_dir):
         not i.startswith("chat/row0004") and not i.startswith("chat/row0009") for _, i in rows
     )
     assert summary.datasets["chat"].truncated_dropped == 2
-    assert summary.datasets["chat"].records == 10
+    assert summary.datasets["chat"].samples == 10
     rows, summary = _rows(output_dir, include_truncated=True)
     assert len(rows) == 17 and summary.datasets["chat"].truncated_dropped == 0
 

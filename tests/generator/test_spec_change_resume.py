@@ -18,6 +18,7 @@ from draftgen.generator.records import write_manifests
 from draftgen.generator.scheduling.datasets import open_datasets
 from draftgen.generator.telemetry.metrics import GeneratorMetrics
 from draftgen.output.fingerprint import FINGERPRINT_FILE, SpecChanged
+from draftgen.output.record import Record
 from draftgen.spec import parse_job
 from tests.jobs import job_document
 
@@ -41,8 +42,17 @@ def _write_records(out: Path, n: int, shard: int = 0) -> None:
     d.mkdir(parents=True, exist_ok=True)
     with open(layout.shard_file(d, shard), "a") as f:
         for i in range(n):
-            rec = {"id": f"chat/r{shard}-{i}/0", "input_ids": [1, 2], "output_ids": [3]}
-            f.write(json.dumps(rec) + "\n")
+            f.write(json.dumps(_record(f"chat/r{shard}-{i}/0")) + "\n")
+
+
+def _record(rid: str) -> dict:
+    return {
+        "id": rid,
+        "dataset": "chat",
+        "input_ids": [1, 2],
+        "output_ids": [3],
+        "finish_reason": "stop",
+    }
 
 
 def _open(out: Path, job, **kw):
@@ -101,7 +111,7 @@ def test_allow_spec_change_starts_a_new_shard_series_recorded_in_the_manifest(tm
     [ds] = _open(tmp_path, changed, allow_spec_change=True)
     assert ds.state.next_shard == 1 and ds.state.records_in_shard == 0
     assert len(ds.state.done_ids) == 3  # earlier records stay done: nothing generated twice
-    ds.writer.write_record({"id": "chat/new/0", "input_ids": [1], "output_ids": [2]})
+    ds.writer.write_record(Record.from_json(_record("chat/new/0")))
     ds.writer.close()
     assert (tmp_path / "chat" / "shard-00001.jsonl").exists()
     write_manifests(tmp_path, changed, [ds], 0.0, GeneratorMetrics())

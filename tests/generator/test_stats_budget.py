@@ -26,13 +26,15 @@ def _dataset(root: Path, name: str, budget: Budget, lengths, *, exhausted=False,
         records.append(rec)
         led.add(10, completion, finish)
     write_jsonl(root / name / "shard-00000.jsonl", records)
-    (root / name / "manifest.json").write_text(json.dumps(led.manifest()))
+    (root / name / "manifest.json").write_text(json.dumps(led.manifest().to_json()))
     return led
 
 
 def _job(root: Path, ledgers: list[Ledger]) -> None:
     (root / "manifest.json").write_text(
-        json.dumps({"job": "j", "datasets": {led.dataset: led.manifest() for led in ledgers}})
+        json.dumps(
+            {"job": "j", "datasets": {led.dataset: led.manifest().to_json() for led in ledgers}}
+        )
     )
 
 

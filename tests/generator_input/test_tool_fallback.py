@@ -224,7 +224,7 @@ def test_fallbacks_are_counted_in_the_manifest_and_the_counter_and_survive_resum
     shard.write_text("".join(json.dumps(r) + "\n" for r in recs))
     state = scan_dataset(tmp_path, "ds", Budget(), shard_max_records=100)
     assert state.ledger.tool_fallbacks == 1
-    assert state.ledger.manifest()["tool_fallbacks"] == 1
+    assert state.ledger.manifest().tool_fallbacks == 1
     m = GeneratorMetrics()
     m.start_from(state.ledger)
     m.record(state.ledger, "stop", 2, 1, 0.1, tool_fallback=True)
@@ -233,4 +233,4 @@ def test_fallbacks_are_counted_in_the_manifest_and_the_counter_and_survive_resum
     assert value == 2
     fresh = Ledger("ds", Budget())
     fresh.add(2, 1, "stop", tool_fallback=True)
-    assert fresh.manifest()["tool_fallbacks"] == 1
+    assert fresh.manifest().tool_fallbacks == 1

@@ -35,7 +35,13 @@ def test_once_on_a_directory_prints_the_manifest_figures(tmp_path, capsys):
         led.add(50, 100, "stop")
     led.add(50, 100, "length")
     (tmp_path / "manifest.json").write_text(
-        json.dumps({"datasets": {"chat": led.manifest()}, "done": False, "updated_at": time.time()})
+        json.dumps(
+            {
+                "datasets": {"chat": led.manifest().to_json()},
+                "done": False,
+                "updated_at": time.time(),
+            }
+        )
     )
     assert main(["top", str(tmp_path), "--once", "--interval", "0"]) == 0
     out = capsys.readouterr().out

@@ -70,7 +70,7 @@ def test_job_manifest_from_the_ledgers_manifest():
     )
     led.add_reject("malformed_json")
     doc = {
-        "datasets": {"code": led.manifest()},
+        "datasets": {"code": led.manifest().to_json()},
         "throughput_tokens_per_second": 12.0,
         "eta_seconds": None,
         "done": True,
