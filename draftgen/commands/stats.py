@@ -103,6 +103,17 @@ def _table(stats: list[DatasetStats]) -> str:
     ]
     if reasons:
         lines += ["", "rejects by reason:", *reasons]
+    ranks = [
+        f"  {s.name}: "
+        + ", ".join(
+            f"rank {r} {c.samples:,} samples {c.completion_tokens:,} completion tok"
+            for r, c in sorted(s.by_rank.items())
+        )
+        for s in stats
+        if s.by_rank
+    ]
+    if ranks:
+        lines += ["", "by data-parallel rank (the server's KV pools):", *ranks]
     return "\n".join(lines)
 
 

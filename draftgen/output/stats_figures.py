@@ -32,6 +32,9 @@ class DatasetStats(DatasetCounts):
     first_at: float | None = None
     last_at: float | None = None
     """Write times of the first and last record (`meta.created_at`)."""
+    by_rank: dict[int, DatasetCounts] = field(default_factory=dict)
+    """Samples and tokens per data-parallel rank of the server (the records' `meta.dp_rank`;
+    empty when no server had several ranks)."""
 
     @property
     def truncation_rate(self) -> float:
@@ -98,6 +101,14 @@ class DatasetStats(DatasetCounts):
             "truncated": self.truncated,
             "truncation_rate": round(self.truncation_rate, 6),
             "rejects": self.rejects,
+            "by_rank": {
+                str(rank): {
+                    "samples": c.samples,
+                    "prompt_tokens": c.prompt_tokens,
+                    "completion_tokens": c.completion_tokens,
+                }
+                for rank, c in sorted(self.by_rank.items())
+            },
             "rejects_by_reason": dict(sorted(self.rejects_by_reason.items())),
             "unreadable_lines": self.unreadable,
             "torn_shards": list(self.torn_shards),

@@ -21,6 +21,7 @@ from draftgen.contract.layout import (
     rejects_file,
     shard_index,
 )
+from draftgen.output.counts import DatasetCounts
 from draftgen.output.directory import job_datasets
 from draftgen.output.lines import Torn, read_lines
 from draftgen.output.manifest import ManifestDamaged, read_manifest
@@ -46,6 +47,12 @@ def _find_usage(rec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | 
         if isinstance(c.get("usage"), dict):
             return c["usage"], c
     return None
+
+
+def _dp_rank(rec: dict[str, Any]) -> int | None:
+    meta = rec.get("meta")
+    rank = meta.get("dp_rank") if isinstance(meta, dict) else None
+    return rank if type(rank) is int else None
 
 
 def read_record(rec: dict[str, Any]) -> tuple[str, int, int, bool] | None:
@@ -184,6 +191,9 @@ def _read_file(st: DatasetStats, path: Path, done_ids: set[str], warnings: list[
             done_ids.add(rec["id"])
         st.shapes.add(shape)
         st.count(prompt, completion)
+        rank = _dp_rank(rec) if shape == "draftgen" else None
+        if rank is not None:  # a server with several data-parallel ranks: which one made it
+            st.by_rank.setdefault(rank, DatasetCounts()).count(prompt, completion)
         st.truncated += truncated
         tokens += completion
         at = _created_at(rec)

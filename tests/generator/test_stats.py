@@ -80,3 +80,33 @@ def test_stats_table_on_a_real_shape(tmp_path, capsys):
     assert main(["stats", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out
     assert "a " in out and "7" in out
+
+
+def test_stats_splits_a_dataset_by_the_servers_data_parallel_rank(tmp_path, capsys):
+    """Records from a server with several KV pools carry `meta.dp_rank`: stats shows what each
+    rank made (a rank that made nothing while another did the work shows here)."""
+    ranked = []
+    for i, (rank, completion) in enumerate([(0, 30), (1, 50), (1, 20)]):
+        rec = _native(i, completion)
+        rec["meta"] = {"dp_rank": rank}
+        ranked.append(rec)
+    write_jsonl(tmp_path / "a" / "shard-00000.jsonl", [*ranked, _native(3, 7)])
+    assert main(["stats", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "by data-parallel rank" in out
+    assert "a: rank 0 1 samples 30 completion tok, rank 1 2 samples 70 completion tok" in out
+    assert main(["stats", "--json", str(tmp_path)]) == 0
+    [ds] = json.loads(capsys.readouterr().out)["datasets"]
+    assert ds["by_rank"] == {
+        "0": {"samples": 1, "prompt_tokens": 10, "completion_tokens": 30},
+        "1": {"samples": 2, "prompt_tokens": 20, "completion_tokens": 70},
+    }
+    assert ds["samples"] == 4  # the record without a rank still counts for the dataset
+
+
+def test_stats_of_a_single_pool_server_has_no_rank_section(tmp_path, capsys):
+    write_jsonl(tmp_path / "a" / "shard-00000.jsonl", [_native(0, 30)])
+    assert main(["stats", str(tmp_path)]) == 0
+    assert "rank" not in capsys.readouterr().out
+    assert main(["stats", "--json", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["datasets"][0]["by_rank"] == {}
