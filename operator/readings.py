@@ -127,13 +127,23 @@ def download_progress(host: str, port: int, timeout: float) -> tuple[int, int | 
 def server_kv_capacity(host: str, port: int, timeout: float) -> int | None:
     """The server's KV tokens from SGLang's `/get_server_info`: every data-parallel rank's pool
     together (its top-level `max_total_num_tokens` is rank 0's only)."""
+    got = server_kv_pools(host, port, timeout)
+    return None if got is None else got[0]
+
+
+def server_kv_pools(host: str, port: int, timeout: float) -> tuple[int | None, list[int]] | None:
+    """(the server's KV tokens, each data-parallel rank's pool when it has several; else [])
+    from `/get_server_info`, or None when it does not answer."""
     rsp = _get(host, port, "/get_server_info", timeout)
     if rsp is None:
         return None
     try:
-        return parse_server_info(rsp.json()).total_kv_tokens
+        info = parse_server_info(rsp.json())
     except ValueError:  # not JSON; ServerInfoError is a ValueError too
         return None
+    pools = [r.kv_tokens for r in info.ranks]
+    per_rank = [p for p in pools if p is not None] if len(pools) > 1 else []
+    return info.total_kv_tokens, per_rank if len(per_rank) == len(pools) else []
 
 
 def _host(host: str) -> str:
@@ -143,8 +153,9 @@ def _host(host: str) -> str:
 # -- what the reconcile reads from the job's pods ----------------------------------------------
 def kv_capacity(
     spec: GenerationJobSpec, server_pods: list[dict[str, Any]], timeout: float
-) -> int | None:
-    """The server's KV capacity from the first running leader that answers."""
+) -> tuple[int | None, list[int] | None]:
+    """The server's KV capacity, and each data-parallel rank's pool when it has several (else
+    None), from the first running leader that answers."""
     # A multi-node group's workers serve no HTTP: ask its leaders only.
     leaders = [
         p
@@ -153,10 +164,10 @@ def kv_capacity(
         != names.WORKER_ROLE
     ]
     for ip in observe.running_pod_ips(leaders):
-        kv = server_kv_capacity(ip, spec.server.port, timeout)
-        if kv is not None:
-            return kv
-    return None
+        got = server_kv_pools(ip, spec.server.port, timeout)
+        if got is not None and got[0] is not None:
+            return got[0], got[1] or None
+    return None, None
 
 
 def read_into(

@@ -294,6 +294,7 @@ class Reconciler:
             ready_replicas=ready,
             restarts=health.restarts,
             max_total_num_tokens=None if changed else status.server.max_total_num_tokens,
+            kv_tokens_per_rank=None if changed else status.server.kv_tokens_per_rank,
         )
         if health.failure is not None:
             reason, message = health.failure
@@ -315,9 +316,10 @@ class Reconciler:
             return Outcome(status_to_wire(status))
         decisions.mark_server_ready(status, ready, spec.server.replicas, gen, now)
         if status.server.max_total_num_tokens is None:
-            status.server.max_total_num_tokens = readings.kv_capacity(
+            kv, per_rank = readings.kv_capacity(
                 spec, server_pods, self.settings.http_timeout_seconds
             )
+            status.server.max_total_num_tokens, status.server.kv_tokens_per_rank = kv, per_rank
 
         self.children.ensure_config(ref, document, digest)
         action = decisions.generator_action(job, digest)

@@ -81,7 +81,12 @@ class ServerStatus(StatusModel):
     """Replicas passing readiness."""
 
     max_total_num_tokens: int | None = None
-    """KV pool capacity in tokens (`max_total_num_tokens`)."""
+    """KV capacity in tokens: every data-parallel rank's pool together (SGLang's top-level
+    `max_total_num_tokens` is rank 0's only), or the server's one pool."""
+
+    kv_tokens_per_rank: list[int] | None = None
+    """Each data-parallel rank's own KV pool in tokens, when the server has several (DP
+    attention): a request lives wholly in one, so the longest request must fit one of these."""
 
     restarts: int = 0
     """Container restarts of the server pods."""

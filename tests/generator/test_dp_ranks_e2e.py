@@ -148,3 +148,16 @@ def test_draftgen_routes_each_request_to_the_rank_with_room(tmp_path, tiny_kimi,
     for r in (0, 1):
         mine = sum(d["prompt_tokens"] for d in on[r])
         assert mine <= prefilled[r] <= mine + SLACK, (r, mine, prefilled[r])
+
+
+def test_the_operator_reads_every_ranks_pool_into_the_jobs_status(dp_server) -> None:
+    """`status.server.maxTotalNumTokens` is both pools together and `kvTokensPerRank` each one,
+    read the way the operator reads a server pod (SGLang's top level says rank 0's alone)."""
+    from urllib.parse import urlparse
+
+    from draftgen.controller.readings import server_kv_pools
+
+    url = urlparse(dp_server.url)
+    top_level = httpx.get(dp_server.url + "/get_server_info", timeout=30).json()
+    assert top_level["max_total_num_tokens"] == POOL  # rank 0's only
+    assert server_kv_pools(url.hostname, url.port, timeout=30) == (2 * POOL, [POOL, POOL])
