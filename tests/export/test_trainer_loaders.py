@@ -11,6 +11,7 @@ import pytest
 
 from draftgen.cli import main
 from draftgen.export.records import iter_records
+from draftgen.output.record import Record
 
 from .builders import synthetic_records, write_output
 from .conftest import TINY_KIMI
@@ -23,7 +24,7 @@ def _export(src: Path, fmt: str, out: Path, *extra: str) -> Path:
     return out / "train.jsonl"
 
 
-def _records(output: Path) -> list[dict]:
+def _records(output: Path) -> list[Record]:
     return [r for d in sorted(p for p in output.iterdir() if p.is_dir()) for r in iter_records(d)]
 
 

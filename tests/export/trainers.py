@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from draftgen.output.record import Record
+
 REPO = Path(__file__).resolve().parents[2]
 TRAINERS_VENV = REPO / ".cache" / "venv-trainers"
 CHECKS = Path(__file__).resolve().parent / "trainer_checks"
@@ -111,7 +113,11 @@ def rows_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def sequence(record: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """draftgen's training sequence of a record: ids and loss mask, as tuples."""
-    prompt, completion = record["input_ids"], record["output_ids"]
+def sequence(record: Record | dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """draftgen's training sequence of a record (read back, or as a test wrote it): ids and loss
+    mask, as tuples."""
+    if isinstance(record, Record):
+        prompt, completion = list(record.input_ids), list(record.output_ids)
+    else:
+        prompt, completion = record["input_ids"], record["output_ids"]
     return tuple(prompt + completion), (0,) * len(prompt) + (1,) * len(completion)

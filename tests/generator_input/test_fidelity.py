@@ -127,7 +127,8 @@ def test_glaive_quoted_arguments_are_normalized_and_the_record_says_so(kimi, run
     record = generation_record(
         "ds", sample, Generation([1, 2], "stop", None, 0, 0, 0.0), {}, "http://s", 1, 0.1
     )
-    assert record["meta"]["sample"]["normalized"] == [QUOTED_ARGUMENTS]
+    assert record.meta is not None and record.meta.sample is not None
+    assert record.meta.sample["normalized"] == [QUOTED_ARGUMENTS]
     # arguments written as a JSON object: nothing normalized, nothing recorded
     row["chat"] = row["chat"].replace('\'{"city":"Lagos"}\'', '{"city":"Lagos"}')
     [plain] = run_rows([row], "glaive", TIKTOKEN)
