@@ -214,23 +214,7 @@ class DPKVServer(httpx.AsyncBaseTransport):
 
     def _abort(self, rid: str | None) -> None:
         for s in self.ranks:
-            found = [r for r in s.running if r.rid == rid]
-            for req in found:
-                s.running.remove(req)
-                s.batch_is_full = False
-            if s.chunked is not None and s.chunked.rid == rid:
-                found.append(s.chunked)
-                s.chunked = None
-            for req in list(s.queue):
-                if req.rid == rid:
-                    s.queue.remove(req)
-                    found.append(req)
-            for req in found:
-                s.used -= req.kv
-                req.kv = 0
-                req.length = req.generated
-                if req.done is not None and not req.done.done():
-                    req.done.set_result(None)
+            s.abort(rid)
 
     async def _generate(self, body: dict) -> httpx.Response:
         loop = asyncio.get_running_loop()

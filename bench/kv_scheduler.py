@@ -246,6 +246,27 @@ class KVScheduler:
         req.kv = 0
         self.completion_tokens += req.generated
 
+    def abort(self, rid: str | None) -> None:
+        """`/abort_request`: the request leaves wherever it is (running, mid-prefill, queued),
+        its KV is freed and its caller answered with what it made."""
+        found = [r for r in self.running if r.rid == rid]
+        for req in found:
+            self.running.remove(req)
+            self.batch_is_full = False
+        if self.chunked is not None and self.chunked.rid == rid:
+            found.append(self.chunked)
+            self.chunked = None
+        for req in list(self.queue):
+            if req.rid == rid:
+                self.queue.remove(req)
+                found.append(req)
+        for req in found:
+            self.used -= req.kv
+            req.kv = 0
+            req.length = req.generated
+            if req.done is not None and not req.done.done():
+                req.done.set_result(None)
+
     def retract(self) -> list[SimRequest]:
         """update_running_batch (scheduler.py 4459-4545): if the next decode step's cells (one
         per running request) do not fit, retract_decode (schedule_batch.py 3451-3540)."""

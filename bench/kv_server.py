@@ -122,25 +122,7 @@ class KVServer(httpx.AsyncBaseTransport):
         return httpx.Response(404, json={"detail": "Not Found"})
 
     def _abort(self, rid: str | None) -> None:
-        s = self.sched
-        found = [r for r in s.running if r.rid == rid]
-        for req in found:
-            s.running.remove(req)
-            s.batch_is_full = False
-        if s.chunked is not None and s.chunked.rid == rid:
-            found.append(s.chunked)
-            s.chunked = None
-        for req in list(s.queue):
-            if req.rid == rid:
-                s.queue.remove(req)
-                found.append(req)
-        for req in found:
-            s.used -= req.kv
-            req.kv = 0
-            req.length = req.generated
-            assert req.done is not None
-            if not req.done.done():
-                req.done.set_result(None)
+        self.sched.abort(rid)
 
     async def _generate(self, body: dict) -> httpx.Response:
         """One request, or a batch (`input_ids` a list of lists): SGLang hands a pre-tokenized
