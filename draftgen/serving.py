@@ -75,6 +75,19 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def server_command_from(job: GenerationJob, base_dir: Path, args: argparse.Namespace) -> list[str]:
+    """`server_command` with the local options `draftgen serve` and `generate --serve` share
+    (`--port`, `--server-arg`, `--cpu`, `--python`)."""
+    return server_command(
+        job,
+        base_dir,
+        port=args.port,
+        extra=args.server_args,
+        cpu=args.cpu,
+        python=args.python,
+    )
+
+
 def server_command(
     job: GenerationJob,
     base_dir: Path,

@@ -113,16 +113,9 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.INVALID
     server = None
     if args.serve:
-        from draftgen.serving import server_command, server_url
+        from draftgen.serving import server_command_from, server_url
 
-        command = server_command(
-            job,
-            document.base_dir,
-            port=args.port,
-            extra=args.server_args,
-            cpu=args.cpu,
-            python=args.python,
-        )
+        command = server_command_from(job, document.base_dir, args)
         args.servers = [server_url(command)]
     check_arguments(args.servers, output, args.metrics_port)
     if args.serve:

@@ -37,7 +37,7 @@ class _Stop(DraftgenError):
 def run(args: argparse.Namespace) -> int:
     from draftgen.serving import (
         ServerProcess,
-        server_command,
+        server_command_from,
         server_environment,
         server_url,
         shown,
@@ -49,14 +49,7 @@ def run(args: argparse.Namespace) -> int:
     except SpecError as err:
         print(err, file=sys.stderr)
         return ExitCode.INVALID
-    command = server_command(
-        job,
-        document.base_dir,
-        port=args.port,
-        extra=args.server_args,
-        cpu=args.cpu,
-        python=args.python,
-    )
+    command = server_command_from(job, document.base_dir, args)
     print(shown(command), flush=True)
     if args.print_only:
         return ExitCode.OK
