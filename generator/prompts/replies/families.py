@@ -1,0 +1,208 @@
+"""The `<think>` families' reply parsers — Kimi-K2/K2.5, Qwen3, DeepSeek-V3.1 and R1 — and
+Llama-3.1's, each following the SGLang reasoning parser and function-call detector production
+runs for it (named on each class); docs/models.md has the rules in a table. Where SGLang drops
+what it cannot parse, these keep it as a malformed call (`arguments=None`) so the chain sees a
+divergence instead of a reply that silently called nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .model import Reply, ToolCall, parse_arguments
+from .reasoning import ends_with_open, split_reasoning, strip_end
+
+_NAME_IN_JSON = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _name_from_broken_json(text: str) -> str:
+    found = _NAME_IN_JSON.search(text)
+    return found.group(1) if found else ""
+
+
+@dataclass(frozen=True)
+class KimiParser:
+    """Kimi-K2 / K2.5 (SGLang `--reasoning-parser kimi_k2`, `--tool-call-parser kimi_k2`):
+    `<think>…</think>`, a call section `<|tool_calls_section_begin|>` of
+    `<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{json}<|tool_call_end|>`;
+    the content is the text before the section (not stripped); a section opened inside the
+    reasoning ends it. Ids are `functions.NAME:N` over the conversation's calls."""
+
+    family: str = "kimi-k2"
+    end_tokens: tuple[str, ...] = ("<|im_end|>", "[EOS]", "[EOT]")
+
+    SECTION = "<|tool_calls_section_begin|>"
+    _CALL = re.compile(
+        r"<\|tool_call_begin\|>\s*(?P<id>[^\s<|]*)\s*<\|tool_call_argument_begin\|>"
+        r"(?P<args>.*?)(?:<\|tool_call_end\|>|(?=<\|tool_call_begin\|>)|<\|tool_calls_section_end\|>|$)",
+        re.DOTALL,
+    )
+    _ID = re.compile(r"^(?:functions\.)?(?P<name>[\w.\-]+):(?P<index>\d+)$")
+
+    def parse(self, text: str, *, started_in_reasoning: bool = False) -> Reply:
+        split = split_reasoning(
+            strip_end(text, self.end_tokens), started=started_in_reasoning, tool_start=self.SECTION
+        )
+        content, section, calls_text = split.rest.partition(self.SECTION)
+        calls = []
+        for found in self._CALL.finditer(calls_text) if section else ():
+            call_id, args = found.group("id"), found.group("args").strip()
+            named = self._ID.match(call_id)
+            # A bare counter id (`3`) names no function: SGLang guesses it from the tools'
+            # schemas; kept here with no name, so it cannot match the dataset's call.
+            calls.append(
+                ToolCall(named.group("name") if named else "", parse_arguments(args), args)
+            )
+        return Reply(content, split.reasoning, tuple(calls), call_id_style="kimi")
+
+    def prompt_opens_reasoning(self, prompt_text: str) -> bool:
+        return ends_with_open(prompt_text)
+
+
+@dataclass(frozen=True)
+class Qwen3Parser:
+    """Qwen3 (SGLang `--reasoning-parser qwen3`, `--tool-call-parser qwen25`): `<think>…</think>`,
+    calls `<tool_call>\\n{"name": …, "arguments": …}\\n</tool_call>`; with calls, the content is
+    the text before the first one, stripped; a `<tool_call>` inside unclosed reasoning ends it."""
+
+    family: str = "qwen3"
+    end_tokens: tuple[str, ...] = ("<|im_end|>", "<|endoftext|>")
+
+    OPEN = "<tool_call>"
+    _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|$)", re.DOTALL)
+
+    def parse(self, text: str, *, started_in_reasoning: bool = False) -> Reply:
+        split = split_reasoning(
+            strip_end(text, self.end_tokens), started=started_in_reasoning, tool_start=self.OPEN
+        )
+        if self.OPEN not in split.rest:
+            return Reply(split.rest, split.reasoning)
+        content = split.rest[: split.rest.index(self.OPEN)].strip()
+        calls = tuple(_json_call(m.group(1)) for m in self._CALL.finditer(split.rest))
+        return Reply(content, split.reasoning, calls)
+
+    def prompt_opens_reasoning(self, prompt_text: str) -> bool:
+        return ends_with_open(prompt_text)
+
+
+def _json_call(block: str, keys: tuple[str, ...] = ("arguments", "parameters")) -> ToolCall:
+    """A `{"name": …, "arguments": …}` call (SGLang's `parse_base_json` reads `parameters` too);
+    the arguments' raw text is their JSON, or the whole block when it does not parse."""
+    block = block.strip()
+    parsed = parse_arguments(block)
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
+        return ToolCall(_name_from_broken_json(block), None, block)
+    args: Any = next((parsed[k] for k in keys if parsed.get(k) is not None), {})
+    return ToolCall(parsed["name"], args, json.dumps(args, ensure_ascii=False))
+
+
+@dataclass(frozen=True)
+class DeepSeekParser:
+    """DeepSeek-V3.1 (SGLang `--reasoning-parser deepseek-v3`, `--tool-call-parser deepseekv31`)
+    and R1 / R1-0528 / V3 (`deepseek-r1`, `deepseekv3`). Reasoning ends at `</think>`; R1 always
+    reasons (its prompt opens the block, or the model writes `<think>` first). Calls sit in
+    `<｜tool▁calls▁begin｜>…<｜tool▁calls▁end｜>`, each `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS
+    <｜tool▁call▁end｜>` (V3.1) or `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\nARGS
+    \\n```<｜tool▁call▁end｜>` (R1, V3); with calls, the content is the text before them, stripped."""
+
+    family: str = "deepseek-v3.1"
+    fenced_calls: bool = False
+    always_reasons: bool = False
+    end_tokens: tuple[str, ...] = ("<｜end▁of▁sentence｜>",)
+
+    SECTION = "<｜tool▁calls▁begin｜>"
+    _CALL = re.compile(
+        r"<｜tool▁call▁begin｜>(?P<head>.*?)<｜tool▁sep｜>(?P<body>.*?)"
+        r"(?:<｜tool▁call▁end｜>|(?=<｜tool▁call▁begin｜>)|<｜tool▁calls▁end｜>|$)",
+        re.DOTALL,
+    )
+    _FENCE = re.compile(r"^(?P<name>[^\n]*)\n```(?:json)?\n(?P<args>.*)\n```\s*$", re.DOTALL)
+
+    def parse(self, text: str, *, started_in_reasoning: bool = False) -> Reply:
+        split = split_reasoning(
+            strip_end(text, self.end_tokens), started=started_in_reasoning or self.always_reasons
+        )
+        if self.SECTION not in split.rest:
+            return Reply(split.rest, split.reasoning)
+        content, _, section = split.rest.partition(self.SECTION)
+        calls = []
+        for found in self._CALL.finditer(section):
+            head, body = found.group("head"), found.group("body")
+            if not self.fenced_calls:
+                calls.append(ToolCall(head.strip(), parse_arguments(body), body))
+                continue
+            fenced = self._FENCE.match(body)
+            if fenced is None:
+                calls.append(ToolCall(body.split("\n", 1)[0].strip(), None, body))
+            else:
+                args = fenced.group("args")
+                calls.append(ToolCall(fenced.group("name").strip(), parse_arguments(args), args))
+        return Reply(content.strip(), split.reasoning, tuple(calls))
+
+    def prompt_opens_reasoning(self, prompt_text: str) -> bool:
+        return self.always_reasons or ends_with_open(prompt_text)
+
+
+@dataclass(frozen=True)
+class Llama3Parser:
+    """Llama-3.1/3.3 (SGLang `--tool-call-parser llama3`): no reasoning. A reply that starts with
+    `{` or holds `<|python_tag|>` is a call: JSON objects `{"name": …, "parameters": …}` (or
+    `arguments`) separated by `;`, the content being the text before `<|python_tag|>`. A
+    built-in tool's `<|python_tag|>NAME.call(key="value", …)` (Meta's format; SGLang leaves it as
+    text) is read as a call of NAME with those arguments."""
+
+    family: str = "llama-3.1"
+    end_tokens: tuple[str, ...] = ("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>")
+
+    TAG = "<|python_tag|>"
+    _BUILTIN = re.compile(r"^\s*(?P<name>\w+)\.call\((?P<args>.*)\)\s*$", re.DOTALL)
+    _KWARG = re.compile(r'\s*(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+
+    def parse(self, text: str, *, started_in_reasoning: bool = False) -> Reply:
+        text = strip_end(text, self.end_tokens)
+        if self.TAG in text:
+            content, _, action = text.partition(self.TAG)
+        elif text.lstrip().startswith("{"):
+            content, action = "", text
+        else:
+            return Reply(text, None)
+        builtin = self._BUILTIN.match(action)
+        if builtin is not None:
+            return Reply(content, None, (self._builtin_call(builtin),))
+        calls, rest = _json_objects(action)
+        return Reply(content + rest, None, calls)
+
+    def _builtin_call(self, found: re.Match[str]) -> ToolCall:
+        raw = found.group("args")
+        pairs = self._KWARG.findall(raw)
+        if "".join(f'{k}="{v}"' for k, v in pairs).replace(" ", "") != re.sub(r"[\s,]", "", raw):
+            return ToolCall(found.group("name"), None, raw)
+        args = {k: json.loads(f'"{v}"') for k, v in pairs}
+        return ToolCall(found.group("name"), args, json.dumps(args, ensure_ascii=False))
+
+    def prompt_opens_reasoning(self, prompt_text: str) -> bool:
+        return False
+
+
+def _json_objects(action: str) -> tuple[tuple[ToolCall, ...], str]:
+    """Llama's `;`-separated call objects, and the text left after the last one that parsed; a
+    `{"name"` that does not parse is kept as a malformed call."""
+    decoder = json.JSONDecoder()
+    calls: list[ToolCall] = []
+    at = 0
+    while at < len(action):
+        start = len(action) - len(action[at:].lstrip(" \n;"))
+        if start >= len(action):
+            return tuple(calls), ""
+        try:
+            obj, end = decoder.raw_decode(action, start)
+        except ValueError:
+            if action.startswith('{"name"', start) or not calls:
+                calls.append(_json_call(action[start:]))
+                return tuple(calls), ""
+            return tuple(calls), action[start:].strip()
+        calls.append(_json_call(json.dumps(obj, ensure_ascii=False)))
+        at = end
+    return tuple(calls), ""
