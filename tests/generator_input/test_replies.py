@@ -230,6 +230,16 @@ WRITTEN = [
         "Sunny.", REASONING, [], id="gpt-oss-prompt-opened-analysis",
     ),
     pytest.param(
+        GptOssParser(), "Sunny.<|return|>", False,
+        "Sunny.", None, [], id="gpt-oss-prompt-opened-final",
+    ),
+    pytest.param(
+        GptOssParser(),
+        "<|channel|>analysis<|message|>Thinking<|end|><|start|>assistant<|channel|>commentary "
+        "to=functions.get_weather <|constrain|>json", False,
+        "", "Thinking", [("get_weather", None)], id="gpt-oss-cut-in-a-call-header",
+    ),
+    pytest.param(
         Llama3Parser(),
         '<|python_tag|>brave_search.call(query="Paris weather")<|eom_id|>', False,
         "", None, [("brave_search", {"query": "Paris weather"})], id="llama-3.1-builtin-tool",
