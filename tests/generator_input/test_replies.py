@@ -267,6 +267,10 @@ WRITTEN = [
         id="kimi-call-ends-unclosed-reasoning",
     ),
     pytest.param(
+        KimiParser(), "</think>Sunny.<|im_end|>", True,
+        "Sunny.", None, [], id="kimi-empty-reasoning-is-none",
+    ),
+    pytest.param(
         Qwen3Parser(), f"<think>\n{REASONING} and so on", False,
         "", f"\n{REASONING} and so on", [], id="qwen3-cut-by-the-length-limit",
     ),

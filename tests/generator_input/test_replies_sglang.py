@@ -109,7 +109,7 @@ def draftgen_view(parser: Any, text: str, started: bool) -> dict[str, Any]:
     reply = parser.parse(text, started_in_reasoning=started)
     return {
         "content": reply.content,
-        "reasoning": reply.reasoning or None,
+        "reasoning": reply.reasoning,
         "calls": [[c.name, c.arguments] for c in reply.tool_calls],
     }
 

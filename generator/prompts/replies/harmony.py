@@ -116,7 +116,7 @@ class GptOssParser:
             else:  # final, commentary closed by <|end|>, plain text
                 content.append(m.body)
         text_out = " ".join(content).strip() if calls else "".join(content)
-        return Reply(text_out, "".join(reasoning) if reasoning else None, tuple(calls))
+        return Reply(text_out, "".join(reasoning) or None, tuple(calls))
 
     def prompt_opens_reasoning(self, prompt_text: str) -> bool:
         return prompt_text.endswith("<|channel|>analysis<|message|>")
