@@ -8,6 +8,7 @@ drops, R1's fenced calls, harmony's own call header) are written as the family's
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -404,3 +405,38 @@ def test_an_unknown_family_is_refused_naming_the_model():
     with pytest.raises(UnknownReplyFamily, match="spec.model.tokenizer") as caught:
         reply_parser_for(template, ["<s>", "</s>"], model="spec.model.tokenizer")
     assert caught.value.exit_code == 2 and "history: dataset" in caught.value.fix
+
+
+PARSERS = [
+    KimiParser(),
+    Qwen3Parser(),
+    DeepSeekParser(),
+    DeepSeekParser(family="deepseek-r1", fenced_calls=True, always_reasons=True),
+    GptOssParser(),
+    Llama3Parser(),
+]
+# Every family's markers and a few fragments of JSON and text, for replies no model should write
+PIECES = [
+    "<think>", "</think>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<|tool_calls_section_end|>",
+    "<tool_call>", "</tool_call>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "<|start|>", "<|channel|>",
+    "<|message|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>", " to=functions.f",
+    "<|python_tag|>", "<|eot_id|>", "<|im_end|>", "<｜end▁of▁sentence｜>", "analysis", "final",
+    "commentary", "assistant", '{"name": "f", ', '"arguments": {"a": 1}}', '"parameters": ',
+    "{", "}", "[", '"', ";", "\n", "```json\n", "\n```", "function", "f.call(a=\"1\")", "text",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("parser", PARSERS, ids=lambda p: p.family)
+def test_any_text_parses_without_an_error(parser):
+    rng = random.Random(29)
+    for _ in range(400):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 14)))
+        for started in (False, True):
+            reply = parser.parse(text, started_in_reasoning=started)
+            message = reply.as_message(history_calls=1)
+            assert isinstance(message["content"], str)
+            assert compare_calls(reply.tool_calls, [ToolCall("f", {"a": 1})]) in (
+                "match", "tool_call_diverged", "no_tool_call", "extra_tool_call",
+            )  # fmt: skip
