@@ -337,6 +337,30 @@ def test_a_reply_cut_anywhere_parses_without_an_error(parser, text, started):
 
 
 @pytest.mark.parametrize(
+    ("family", "kwargs", "opens"),
+    [
+        ("kimi-k2.5", {"thinking": True}, True),
+        ("kimi-k2.5", {"thinking": False}, False),  # `<think></think>`
+        ("qwen3", {}, False),  # the model writes `<think>`
+        ("qwen3", {"enable_thinking": False}, False),  # `<think>\n\n</think>\n\n`
+        ("deepseek-v3.1", {"thinking": True}, True),
+        ("deepseek-v3.1", {"thinking": False}, False),
+        ("deepseek-r1", {}, True),  # `<｜Assistant｜><think>\n`
+        ("deepseek-r1-0528", {}, True),  # R1 always reasons (the model writes `<think>`)
+        ("gpt-oss", {}, False),
+        ("llama-3.1", {}, False),
+    ],
+)
+def test_whether_a_prompt_opened_the_reasoning(family_tokenizer_dir, family, kwargs, opens):
+    tok = tokenizer(family_tokenizer_dir, family)
+    ids = tok.apply_chat_template(
+        HISTORY, add_generation_prompt=True, tokenize=True, return_dict=False, **kwargs
+    )
+    prompt = tok.decode(list(ids), skip_special_tokens=False)
+    assert reply_parser_for_tokenizer(tok).prompt_opens_reasoning(prompt) is opens
+
+
+@pytest.mark.parametrize(
     ("family", "parser_family"),
     [
         ("qwen3", "qwen3"),
