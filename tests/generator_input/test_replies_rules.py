@@ -17,6 +17,7 @@ from draftgen.generator.prompts.replies import (
     ToolCall,
     calls_of_message,
     compare_calls,
+    rename_tool_results,
 )
 
 from .test_replies import fn
@@ -98,3 +99,18 @@ def test_any_text_parses_without_an_error(parser):
             assert compare_calls(reply.tool_calls, [ToolCall("f", {"a": 1})]) in (
                 "match", "tool_call_diverged", "no_tool_call", "extra_tool_call",
             )  # fmt: skip
+
+
+def test_tool_results_answer_the_ids_the_server_gave():
+    reply = KimiParser().parse(
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+        '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>'
+    )
+    results = [
+        {"role": "tool", "tool_call_id": "call_1", "content": "21"},
+        {"role": "tool", "tool_call_id": "other", "content": "?"},
+        {"role": "user", "content": "thanks"},
+    ]
+    renamed = rename_tool_results(results, dict(zip(["call_1"], reply.call_ids(2), strict=True)))
+    assert [m.get("tool_call_id") for m in renamed] == ["functions.get_weather:2", "other", None]
+    assert results[0]["tool_call_id"] == "call_1"  # the dataset's messages are not changed
