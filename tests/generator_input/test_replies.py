@@ -255,6 +255,10 @@ WRITTEN = [
         id="llama-3.1-semicolon-calls",
     ),
     pytest.param(
+        Llama3Parser(), '{"answer": 4}<|eot_id|>', False,
+        '{"answer": 4}', None, [], id="llama-3.1-json-answer-calls-nothing",
+    ),
+    pytest.param(
         Qwen3Parser(),
         f"<think>\n{REASONING}\n<tool_call>\n"
         '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>', False,
@@ -304,6 +308,14 @@ MALFORMED = [
     pytest.param(
         GptOssParser(), "<|channel|>commentary to=functions.get_weather <|constrain|>json"
         "<|message|>{'city': 'Paris'}<|call|>", "get_weather", id="gpt-oss",
+    ),
+    pytest.param(
+        KimiParser(), "Let me check.<|tool_calls_section_begin|><|tool_calls_section_end|>", "",
+        id="kimi-empty-section",
+    ),
+    pytest.param(
+        DeepSeekParser(), "Let me check.<｜tool▁calls▁begin｜><｜tool▁calls▁end｜>", "",
+        id="deepseek-v3.1-empty-section",
     ),
     pytest.param(
         Llama3Parser(), '{"name": "get_weather", "parameters": {"city": "Paris"<|eot_id|>',

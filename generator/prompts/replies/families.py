@@ -55,6 +55,8 @@ class KimiParser:
             calls.append(
                 ToolCall(named.group("name") if named else "", parse_arguments(args), args)
             )
+        if section and not calls:  # a section opened but no call in it: one malformed call
+            calls.append(ToolCall("", None, calls_text))
         return Reply(content, split.reasoning, tuple(calls), call_id_style="kimi")
 
     def prompt_opens_reasoning(self, prompt_text: str) -> bool:
@@ -139,6 +141,8 @@ class DeepSeekParser:
             else:
                 args = fenced.group("args")
                 calls.append(ToolCall(fenced.group("name").strip(), parse_arguments(args), args))
+        if not calls:  # the section opened but no call in it: one malformed call
+            calls.append(ToolCall("", None, section))
         return Reply(content.strip(), split.reasoning, tuple(calls))
 
     def prompt_opens_reasoning(self, prompt_text: str) -> bool:
@@ -148,8 +152,9 @@ class DeepSeekParser:
 @dataclass(frozen=True)
 class Llama3Parser:
     """Llama-3.1/3.3 (SGLang `--tool-call-parser llama3`): no reasoning. A reply that starts with
-    `{` or holds `<|python_tag|>` is a call: JSON objects `{"name": …, "parameters": …}` (or
-    `arguments`) separated by `;`, the content being the text before `<|python_tag|>`. A
+    `{` or holds `<|python_tag|>` holds calls: JSON objects `{"name": …, "parameters": …}` (or
+    `arguments`) separated by `;`, the content being the text before `<|python_tag|>`; JSON with
+    no `name` (an answer written as JSON) calls nothing and stays the content, as in SGLang. A
     built-in tool's `<|python_tag|>NAME.call(key="value", …)` (Meta's format; SGLang leaves it as
     text) is read as a call of NAME with those arguments."""
 
@@ -162,16 +167,19 @@ class Llama3Parser:
 
     def parse(self, text: str, *, started_in_reasoning: bool = False) -> Reply:
         text = strip_end(text, self.end_tokens)
-        if self.TAG in text:
+        tagged = self.TAG in text
+        if tagged:
             content, _, action = text.partition(self.TAG)
-        elif text.lstrip().startswith("{"):
+        elif text.startswith("{"):
             content, action = "", text
         else:
             return Reply(text, None)
         builtin = self._BUILTIN.match(action)
         if builtin is not None:
             return Reply(content, None, (self._builtin_call(builtin),))
-        calls, rest = _json_objects(action)
+        calls, rest = _json_objects(action, tagged)
+        if not calls:  # JSON that calls nothing (an answer in JSON): the text as it is
+            return Reply(text, None)
         return Reply(content + rest, None, calls)
 
     def _builtin_call(self, found: re.Match[str]) -> ToolCall:
@@ -185,22 +193,29 @@ class Llama3Parser:
         return False
 
 
-def _json_objects(action: str) -> tuple[tuple[ToolCall, ...], str]:
-    """Llama's `;`-separated call objects, and the text left after the last one that parsed; a
-    `{"name"` that does not parse is kept as a malformed call."""
+_CALL_START = re.compile(r'\{\s*"name"\s*:')
+
+
+def _json_objects(action: str, tagged: bool) -> tuple[tuple[ToolCall, ...], str]:
+    """Llama's `;`-separated call objects, and the text left after the last one. Where one does
+    not parse, it is kept as a malformed call when it starts like one (`{"name":`, or anything
+    right after `<|python_tag|>`), else left as text; JSON without a `name` calls nothing (SGLang
+    drops it)."""
     decoder = json.JSONDecoder()
     calls: list[ToolCall] = []
     at = 0
     while at < len(action):
         start = len(action) - len(action[at:].lstrip(" \n;"))
         if start >= len(action):
-            return tuple(calls), ""
+            break
         try:
-            _, end = decoder.raw_decode(action, start)
+            obj, end = decoder.raw_decode(action, start)
         except ValueError:
-            if action.startswith('{"name"', start) or not calls:
+            if _CALL_START.match(action, start) or (tagged and not calls):
                 calls.append(_json_call(action[start:]))
                 return tuple(calls), ""
+            return tuple(calls), action[start:].strip()
+        if not (isinstance(obj, dict) and isinstance(obj.get("name"), str)):
             return tuple(calls), action[start:].strip()
         calls.append(_json_call(action[start:end]))
         at = end
