@@ -39,7 +39,10 @@ def parse(case: dict) -> dict:
     calls = []
     tools = FunctionCallParser(TOOLS, case["tool_parser"])
     if tools.has_tool_call(text):
-        rest, items = tools.parse_non_stream(text)
+        try:
+            rest, items = tools.parse_non_stream(text)
+        except Exception:  # serving_chat logs it and returns the text as it is
+            rest, items = text, []
         if items:  # no call parsed: the text goes back as it is (serving_chat)
             text = rest
             calls = [[item.name, item.parameters] for item in items]

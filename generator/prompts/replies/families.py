@@ -36,7 +36,7 @@ class KimiParser:
     SECTION = "<|tool_calls_section_begin|>"
     _CALL = re.compile(
         r"<\|tool_call_begin\|>\s*(?P<id>[^\s<|]*)\s*<\|tool_call_argument_begin\|>"
-        r"(?P<args>.*?)(?:<\|tool_call_end\|>|(?=<\|tool_call_begin\|>)|<\|tool_calls_section_end\|>|$)",
+        r"(?P<args>.*?)(?P<end><\|tool_call_end\|>|(?=<\|tool_call_begin\|>)|<\|tool_calls_section_end\|>|$)",
         re.DOTALL,
     )
     _ID = re.compile(r"^(?:functions\.)?(?P<name>[\w.\-]+):(?P<index>\d+)$")
@@ -52,8 +52,14 @@ class KimiParser:
             named = self._ID.match(call_id)
             # A bare counter id (`3`) names no function: SGLang guesses it from the tools'
             # schemas; kept here with no name, so it cannot match the dataset's call.
+            # A call not closed by its end token (cut off) is malformed whatever it holds.
+            closed = found.group("end") == "<|tool_call_end|>"
             calls.append(
-                ToolCall(named.group("name") if named else "", parse_arguments(args), args)
+                ToolCall(
+                    named.group("name") if named else "",
+                    parse_arguments(args) if closed else None,
+                    args,
+                )
             )
         if section and not calls:  # a section opened but no call in it: one malformed call
             calls.append(ToolCall("", None, calls_text))
@@ -73,7 +79,7 @@ class Qwen3Parser:
     end_tokens: tuple[str, ...] = ("<|im_end|>", "<|endoftext|>")
 
     OPEN = "<tool_call>"
-    _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|$)", re.DOTALL)
+    _CALL = re.compile(r"<tool_call>(.*?)(</tool_call>|(?=<tool_call>)|$)", re.DOTALL)
 
     def parse(self, text: str, *, started_in_reasoning: bool = False) -> Reply:
         split = split_reasoning(
@@ -82,18 +88,22 @@ class Qwen3Parser:
         if self.OPEN not in split.rest:
             return Reply(split.rest, split.reasoning)
         content = split.rest[: split.rest.index(self.OPEN)].strip()
-        calls = tuple(_json_call(m.group(1)) for m in self._CALL.finditer(split.rest))
+        calls = tuple(
+            _json_call(m.group(1), closed=bool(m.group(2))) for m in self._CALL.finditer(split.rest)
+        )
         return Reply(content, split.reasoning, calls)
 
     def prompt_opens_reasoning(self, prompt_text: str) -> bool:
         return ends_with_open(prompt_text)
 
 
-def _json_call(block: str, keys: tuple[str, ...] = ("arguments", "parameters")) -> ToolCall:
+def _json_call(block: str, closed: bool = True) -> ToolCall:
     """A `{"name": …, "arguments": …}` call (SGLang's `parse_base_json` reads `parameters` too);
-    its raw text is the whole object as generated (the format does not set the arguments apart)."""
+    its raw text is the whole object as generated (the format does not set the arguments apart).
+    Malformed when not `closed` by its end tag (cut off)."""
+    keys = ("arguments", "parameters")
     block = block.strip()
-    parsed = parse_arguments(block)
+    parsed = parse_arguments(block) if closed else None
     if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
         return ToolCall(_name_from_broken_json(block), None, block)
     args: Any = next((parsed[k] for k in keys if parsed.get(k) is not None), {})
@@ -117,7 +127,7 @@ class DeepSeekParser:
     SECTION = "<｜tool▁calls▁begin｜>"
     _CALL = re.compile(
         r"<｜tool▁call▁begin｜>(?P<head>.*?)<｜tool▁sep｜>(?P<body>.*?)"
-        r"(?:<｜tool▁call▁end｜>|(?=<｜tool▁call▁begin｜>)|<｜tool▁calls▁end｜>|$)",
+        r"(?P<end><｜tool▁call▁end｜>|(?=<｜tool▁call▁begin｜>)|<｜tool▁calls▁end｜>|$)",
         re.DOTALL,
     )
     _FENCE = re.compile(r"^(?P<name>[^\n]*)\n```(?:json)?\n(?P<args>.*)\n```\s*$", re.DOTALL)
@@ -132,11 +142,14 @@ class DeepSeekParser:
         calls = []
         for found in self._CALL.finditer(section):
             head, body = found.group("head"), found.group("body")
+            closed = found.group("end") == "<｜tool▁call▁end｜>"  # else cut off: malformed
             if not self.fenced_calls:
-                calls.append(ToolCall(head.strip(), parse_arguments(body), body))
+                calls.append(
+                    ToolCall(head.strip(), parse_arguments(body) if closed else None, body)
+                )
                 continue
             fenced = self._FENCE.match(body)
-            if fenced is None:
+            if fenced is None or not closed:
                 calls.append(ToolCall(body.split("\n", 1)[0].strip(), None, body))
             else:
                 args = fenced.group("args")

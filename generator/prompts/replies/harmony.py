@@ -11,6 +11,8 @@ then `<|message|>BODY` closed by `<|end|>`, `<|call|>` or `<|return|>`.
   built-in tool such as `browser.search` keeps its full name); the body is the JSON arguments.
 - `final`, and `commentary` closed by `<|end|>` (a preamble to calls), are content: joined with
   '' when the reply called nothing, with ' ' and stripped when it did (SGLang's two parsers).
+  `final` runs to `<|return|>` (the model's stop token), markers inside it included; the others
+  end at `<|end|>` or `<|call|>`.
 SGLang's call pattern wants `<|constrain|>json` after the recipient; the header the published
 template writes (`<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>`)
 lacks it, so both are read here (docs/models.md)."""
@@ -45,10 +47,23 @@ class _Message:
         return found.group(1) if found else ""
 
 
-def _first_closer(text: str, start: int) -> tuple[int, str]:
-    """Where the first closer after `start` is and which (`(len(text), "")` when none)."""
-    found = [(text.find(c, start), c) for c in _CLOSERS if c in text[start:]]
+def _first_closer(text: str, start: int, closers: tuple[str, ...] = _CLOSERS) -> tuple[int, str]:
+    """Where the first of `closers` after `start` is and which (`(len(text), "")` when none)."""
+    found = [(text.find(c, start), c) for c in closers if c in text[start:]]
     return min(found, default=(len(text), ""))
+
+
+def _closers(header: str) -> tuple[str, ...]:
+    """What ends a message with this header (SGLang's rule): `final` only `<|return|>` (or the
+    end of the text: the model's stop token), `analysis` and `commentary` `<|end|>` or
+    `<|call|>`."""
+    found = _CHANNEL.search(header)
+    channel = found.group(1).lower() if found else ""
+    if channel == "final":
+        return ("<|return|>",)
+    if channel in ("analysis", "commentary"):
+        return ("<|end|>", "<|call|>")
+    return _CLOSERS
 
 
 def _messages(text: str) -> list[_Message]:
@@ -84,7 +99,7 @@ def _messages(text: str) -> list[_Message]:
         if header[:cut]:
             out.append(_Message("", header[:cut], ""))
         body_start = opens + len("<|message|>")
-        end, closer = _first_closer(text, body_start)
+        end, closer = _first_closer(text, body_start, _closers(header[cut:]))
         out.append(_Message(header[cut:], text[body_start:end], closer))
         at = end + len(closer)
     return out
