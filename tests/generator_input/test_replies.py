@@ -203,7 +203,7 @@ WRITTEN = [
         "Sunny, 21 °C.", REASONING, [], id="deepseek-v3.1-thinking",
     ),
     pytest.param(
-        DeepSeekParser(family="deepseek-r1", fenced_calls=True, always_reasons=True),
+        DeepSeekParser(family="deepseek-r1", fenced_calls=True, closing_ends_reasoning=True),
         f"{REASONING}\n</think>\n\nLet me look.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function"
         '<｜tool▁sep｜>get_weather\n```json\n{"city": "Paris"}\n```<｜tool▁call▁end｜>\n'
         "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n"
@@ -214,9 +214,18 @@ WRITTEN = [
         id="deepseek-r1-parallel-fenced-calls",
     ),
     pytest.param(
-        DeepSeekParser(family="deepseek-r1", fenced_calls=True, always_reasons=True),
+        DeepSeekParser(family="deepseek-r1", fenced_calls=True, closing_ends_reasoning=True),
         f"<think>\n{REASONING}\n</think>\n\nSunny.<｜end▁of▁sentence｜>", False,
         "\n\nSunny.", f"\n{REASONING}\n", [], id="deepseek-r1-0528-writes-its-think",
+    ),
+    pytest.param(
+        DeepSeekParser(family="deepseek-r1", fenced_calls=True, closing_ends_reasoning=True),
+        "Sunny.<｜end▁of▁sentence｜>", False, "Sunny.", None, [], id="deepseek-v3-answer",
+    ),
+    pytest.param(
+        DeepSeekParser(family="deepseek-r1", fenced_calls=True, closing_ends_reasoning=True),
+        f"<think>\n{REASONING}", False, "", f"\n{REASONING}", [],
+        id="deepseek-r1-0528-cut-in-reasoning",
     ),
     pytest.param(
         GptOssParser(),
@@ -361,7 +370,7 @@ def test_a_reply_cut_anywhere_parses_without_an_error(parser, text, started):
         ("deepseek-v3.1", {"thinking": True}, True),
         ("deepseek-v3.1", {"thinking": False}, False),
         ("deepseek-r1", {}, True),  # `<｜Assistant｜><think>\n`
-        ("deepseek-r1-0528", {}, True),  # R1 always reasons (the model writes `<think>`)
+        ("deepseek-r1-0528", {}, False),  # `<｜Assistant｜>`: the model writes `<think>`
         ("gpt-oss", {}, False),
         ("llama-3.1", {}, False),
     ],

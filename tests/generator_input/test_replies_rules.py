@@ -70,7 +70,7 @@ PARSERS = [
     KimiParser(),
     Qwen3Parser(),
     DeepSeekParser(),
-    DeepSeekParser(family="deepseek-r1", fenced_calls=True, always_reasons=True),
+    DeepSeekParser(family="deepseek-r1", fenced_calls=True, closing_ends_reasoning=True),
     GptOssParser(),
     Llama3Parser(),
 ]

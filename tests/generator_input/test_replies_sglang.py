@@ -39,7 +39,7 @@ SGLANG_PARSERS = {
     "llama-3.1": (None, "llama3"),
 }
 
-R1 = DeepSeekParser(family="deepseek-r1", fenced_calls=True, always_reasons=True)
+R1 = DeepSeekParser(family="deepseek-r1", fenced_calls=True, closing_ends_reasoning=True)
 WEATHER = '{"city": "Paris"}'
 MORE = [
     (Qwen3Parser(), f"<think>\n{REASONING}\n</think>\n\nSunny.", False),
@@ -95,6 +95,9 @@ DEPARTURES = {
     # no calls parsed: SGLang returns the text with its markers as content and no call; draftgen
     # keeps the call, malformed, so a chain ends `tool_call_diverged`
     **{f"malformed-{p.id}": "calls" for p in MALFORMED if p.id != "kimi"},
+    # R1 and V3 share the template form: a reply with no `<think>`/`</think>` after a prompt that
+    # opened none is V3's answer to draftgen, cut-off reasoning to SGLang's R1 parser
+    "deepseek-v3-answer": "reasoning",
     # a call cut by the length limit inside its header: kept, malformed (SGLang drops it)
     "gpt-oss-cut-in-a-call-header": "calls",
     # SGLang's harmony parser takes no prompt that opened a channel (it reads such a reply with

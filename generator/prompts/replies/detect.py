@@ -16,7 +16,6 @@ FAMILIES = (
     "qwen3",
     "deepseek-v3.1",
     "deepseek-r1",
-    "deepseek-v3",
     "gpt-oss",
     "llama-3.1",
 )
@@ -49,12 +48,12 @@ def reply_parser_for(
         return KimiParser()
     if has("<｜Assistant｜>") or has("<｜tool▁calls▁begin｜>"):
         # R1 and V3 write a call as `function<｜tool▁sep｜>NAME` and a ```json fence; V3.1
-        # drops both. R1 (its template strips `</think>` from history) always reasons: its
-        # prompt opens the block, or (R1-0528) the model writes `<think>` first.
-        if "```json" in template and "</think>" in template:
-            return DeepSeekParser(family="deepseek-r1", fenced_calls=True, always_reasons=True)
+        # drops both. R1's and V3's templates and vocabularies do not tell them apart: one
+        # parser, whose reasoning needs a tag in the reply or the prompt.
         if "```json" in template:
-            return DeepSeekParser(family="deepseek-v3", fenced_calls=True)
+            return DeepSeekParser(
+                family="deepseek-r1", fenced_calls=True, closing_ends_reasoning=True
+            )
         return DeepSeekParser()
     if has("<|im_start|>", "<|im_end|>"):
         return Qwen3Parser()

@@ -113,15 +113,19 @@ def _json_call(block: str, closed: bool = True) -> ToolCall:
 @dataclass(frozen=True)
 class DeepSeekParser:
     """DeepSeek-V3.1 (SGLang `--reasoning-parser deepseek-v3`, `--tool-call-parser deepseekv31`)
-    and R1 / R1-0528 / V3 (`deepseek-r1`, `deepseekv3`). Reasoning ends at `</think>`; R1 always
-    reasons (its prompt opens the block, or the model writes `<think>` first). Calls sit in
+    and R1 / R1-0528 / V3 (`deepseek-r1`, `deepseekv3`). Reasoning ends at `</think>`. With
+    `closing_ends_reasoning` (R1's rule) the text before a `</think>` is reasoning even with no
+    opening tag; SGLang's R1 parser goes further and takes a reply with neither tag for reasoning
+    cut off, but R1 and V3 share the template form and the vocabulary, so draftgen cannot tell
+    them apart and reads such a reply as content (R1-0528 writes `<think>` first, the first R1's
+    prompt ends with it: both are read as reasoning). Calls sit in
     `<｜tool▁calls▁begin｜>…<｜tool▁calls▁end｜>`, each `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS
     <｜tool▁call▁end｜>` (V3.1) or `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\nARGS
     \\n```<｜tool▁call▁end｜>` (R1, V3); with calls, the content is the text before them, stripped."""
 
     family: str = "deepseek-v3.1"
     fenced_calls: bool = False
-    always_reasons: bool = False
+    closing_ends_reasoning: bool = False
     end_tokens: tuple[str, ...] = ("<｜end▁of▁sentence｜>",)
 
     SECTION = "<｜tool▁calls▁begin｜>"
@@ -133,9 +137,9 @@ class DeepSeekParser:
     _FENCE = re.compile(r"^(?P<name>[^\n]*)\n```(?:json)?\n(?P<args>.*)\n```\s*$", re.DOTALL)
 
     def parse(self, text: str, *, started_in_reasoning: bool = False) -> Reply:
-        split = split_reasoning(
-            strip_end(text, self.end_tokens), started=started_in_reasoning or self.always_reasons
-        )
+        text = strip_end(text, self.end_tokens)
+        started = started_in_reasoning or (self.closing_ends_reasoning and "</think>" in text)
+        split = split_reasoning(text, started=started)
         if self.SECTION not in split.rest:
             return Reply(split.rest, split.reasoning)
         content, _, section = split.rest.partition(self.SECTION)
@@ -159,7 +163,7 @@ class DeepSeekParser:
         return Reply(content.strip(), split.reasoning, tuple(calls))
 
     def prompt_opens_reasoning(self, prompt_text: str) -> bool:
-        return self.always_reasons or ends_with_open(prompt_text)
+        return ends_with_open(prompt_text)
 
 
 @dataclass(frozen=True)
