@@ -256,8 +256,8 @@ WRITTEN = [
     ),
     pytest.param(
         Llama3Parser(),
-        '<|python_tag|>brave_search.call(query="Paris weather")<|eom_id|>', False,
-        "", None, [("brave_search", {"query": "Paris weather"})], id="llama-3.1-builtin-tool",
+        '<|python_tag|>brave_search.call(query="Paris, weather")<|eom_id|>', False,
+        "", None, [("brave_search", {"query": "Paris, weather"})], id="llama-3.1-builtin-tool",
     ),
     pytest.param(
         Llama3Parser(),
@@ -328,6 +328,10 @@ MALFORMED = [
     pytest.param(
         DeepSeekParser(), "Let me check.<｜tool▁calls▁begin｜><｜tool▁calls▁end｜>", "",
         id="deepseek-v3.1-empty-section",
+    ),
+    pytest.param(
+        Llama3Parser(), '<|python_tag|>brave_search.call(query="a\\q")<|eom_id|>',
+        "brave_search", id="llama-3.1-builtin-bad-escape",
     ),
     pytest.param(
         Llama3Parser(), '{"name": "get_weather", "parameters": {"city": "Paris"<|eot_id|>',

@@ -101,12 +101,11 @@ def _json_call(block: str, closed: bool = True) -> ToolCall:
     """A `{"name": …, "arguments": …}` call (SGLang's `parse_base_json` reads `parameters` too);
     its raw text is the whole object as generated (the format does not set the arguments apart).
     Malformed when not `closed` by its end tag (cut off)."""
-    keys = ("arguments", "parameters")
     block = block.strip()
     parsed = parse_arguments(block) if closed else None
     if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
         return ToolCall(_name_from_broken_json(block), None, block)
-    args: Any = next((parsed[k] for k in keys if parsed.get(k) is not None), {})
+    args: Any = parsed.get("parameters") or parsed.get("arguments", {})  # SGLang's order
     return ToolCall(parsed["name"], args, block)
 
 
@@ -200,11 +199,16 @@ class Llama3Parser:
         return Reply(content + rest, None, calls)
 
     def _builtin_call(self, found: re.Match[str]) -> ToolCall:
+        """`NAME.call(k="v", …)`: malformed unless the whole argument list is such pairs."""
         raw = found.group("args")
         pairs = self._KWARG.findall(raw)
-        if "".join(f'{k}="{v}"' for k, v in pairs).replace(" ", "") != re.sub(r"[\s,]", "", raw):
+        values = [parse_arguments(f'"{v}"') for _, v in pairs]
+        covered = "".join(m.group(0) for m in self._KWARG.finditer(raw))
+        if covered.strip() != raw.strip() or any(v is None for v in values):
             return ToolCall(found.group("name"), None, raw)
-        return ToolCall(found.group("name"), {k: json.loads(f'"{v}"') for k, v in pairs}, raw)
+        return ToolCall(
+            found.group("name"), {k: v for (k, _), v in zip(pairs, values, strict=True)}, raw
+        )
 
     def prompt_opens_reasoning(self, prompt_text: str) -> bool:
         return False
