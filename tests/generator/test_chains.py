@@ -1,0 +1,183 @@
+"""On-policy chains (`history: regenerated`) without a server: the spec rule, the fingerprint,
+and a chain's step on recorded replies of tiny-kimi's family (Kimi-K2's format) — the next
+prompt carries the reply as the template puts it, and a call that differs from the dataset's
+ends the chain with its reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from draftgen.generator.prompts.chains import (
+    ChainResume,
+    ChainState,
+    ChainSteps,
+    chain_row,
+    prompt_for,
+    step,
+)
+from draftgen.generator.prompts.inputs import open_tokenizer
+from draftgen.generator.prompts.samples import Reject, Sample
+from draftgen.output.fingerprint import dataset_fingerprint
+from draftgen.spec import DatasetSpec, load_job
+
+from .gen_helpers import WEATHER_TOOL, samples_of, write_job, write_jsonl
+
+CALL = {
+    "id": "functions.get_weather:0",
+    "type": "function",
+    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+}
+ROW = {
+    "id": "c1",
+    "tools": [WEATHER_TOOL],
+    "messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "DATASET-CALL-TEXT", "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": CALL["id"], "content": "RESULT-18C"},
+        {"role": "assistant", "content": "DATASET-ANSWER"},
+        {"role": "user", "content": "And tomorrow?"},
+    ],
+}
+# What tiny-kimi's family writes after a prompt ending in `<think>`: reasoning, then the call.
+CALLING = (
+    'I should look.</think>Checking.<|tool_calls_section_begin|><|tool_call_begin|>'
+    'functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|>'
+    "<|tool_calls_section_end|><|im_end|>"
+)
+
+
+def test_history_regenerated_needs_turns_all():
+    base = {"name": "d", "source": "d.jsonl", "format": "messages"}
+    assert DatasetSpec.model_validate(base).history == "dataset"  # today's behaviour
+    with pytest.raises(ValidationError, match="history: `regenerated`.*turns: all"):
+        DatasetSpec.model_validate({**base, "history": "regenerated"})
+    DatasetSpec.model_validate({**base, "history": "regenerated", "turns": "all"})
+
+
+def test_the_fingerprint_covers_the_history_mode(tmp_path, tiny_kimi):
+    ds = {"name": "d", "source": "d.jsonl", "format": "messages", "turns": "all"}
+    given = load_job(write_job(tmp_path, tiny_kimi, [ds]))
+    regen = load_job(write_job(tmp_path, tiny_kimi, [{**ds, "history": "regenerated"}]))
+    before = dataset_fingerprint(given, given.spec.datasets[0])
+    after = dataset_fingerprint(regen, regen.spec.datasets[0])
+    assert "spec.datasets[d].history" not in before  # outputs written before keep theirs
+    assert after["spec.datasets[d].history"] == "regenerated"
+
+
+@pytest.fixture
+def kimi(tmp_path, tiny_kimi):
+    """The job (one regenerated `messages` dataset of ROW), its directory and tokenizer context."""
+    write_jsonl(tmp_path / "c.jsonl", [ROW])
+    ds = {
+        "name": "c",
+        "source": "c.jsonl",
+        "format": "messages",
+        "turns": "all",
+        "history": "regenerated",
+    }
+    job = load_job(write_job(tmp_path, tiny_kimi, [ds]))
+    with open_tokenizer(job, tmp_path, workers=0) as ctx:
+        yield job, tmp_path, ctx
+
+
+def _ids(ctx, text: str) -> list[int]:
+    return ctx.tokenizer.encode(text, add_special_tokens=False)
+
+
+def test_turn_k_plus_1_carries_turn_k_reply_as_the_template_puts_it(kimi):
+    job, base, ctx = kimi
+    [first] = samples_of(job, ctx, base)
+    assert isinstance(first, Sample) and first.turn == 0 and first.id == "c/c1/0"
+    steps = ChainSteps(ctx)
+    end, nxt = steps.advance(first, _ids(ctx, CALLING), "stop", None)
+    assert end is None and isinstance(nxt, Sample)
+    assert (nxt.id, nxt.turn, nxt.source_index) == ("c/c1/1", 1, 0)
+    text = ctx.tokenizer.decode(nxt.input_ids, skip_special_tokens=False)
+    # What a server builds from the client's messages: the reply parsed, re-rendered.
+    want = ctx.tokenizer.apply_chat_template(
+        [
+            ROW["messages"][0],
+            {
+                "role": "assistant",
+                "content": "Checking.",
+                "reasoning_content": "I should look.",
+                "tool_calls": [CALL],
+            },
+            ROW["messages"][2],
+        ],
+        tools=[WEATHER_TOOL],
+        add_generation_prompt=True,
+        tokenize=False,
+        thinking=True,
+    )
+    assert text == want
+    assert "Checking." in text and "DATASET-CALL-TEXT" not in text and "RESULT-18C" in text
+    # The reply as the template writes it is not the ids the model generated (a production
+    # server's view, not a token-level continuation): the template re-renders the message.
+    assert "<think>I should look.</think>Checking." in text
+
+    # Turn 1 answers in text, as the dataset did: the chain goes on to the pending user turn.
+    end, last = steps.advance(nxt, _ids(ctx, "Hm.</think>It is 18C.<|im_end|>"), "stop", None)
+    assert end is None and isinstance(last, Sample) and last.turn == 2
+    tail = ctx.tokenizer.decode(last.input_ids, skip_special_tokens=False)
+    assert "It is 18C." in tail and "DATASET-ANSWER" not in tail and "And tomorrow?" in tail
+    end, done = steps.advance(last, _ids(ctx, "x<|im_end|>"), "stop", None)
+    assert (end, done) == ("complete", None)
+
+
+@pytest.mark.parametrize(
+    ("reply", "finish", "end"),
+    [
+        ("No tools needed.</think>Sunny.<|im_end|>", "stop", "no_tool_call"),
+        (CALLING.replace("Paris", "Lyon"), "stop", "tool_call_diverged"),
+        (CALLING.replace("get_weather", "get_time"), "stop", "tool_call_diverged"),
+        ("thinking and thinking", "length", "length"),
+    ],
+)
+def test_a_reply_that_leaves_the_dataset_ends_the_chain(kimi, reply, finish, end):
+    job, base, ctx = kimi
+    [first] = samples_of(job, ctx, base)
+    assert ChainSteps(ctx).advance(first, _ids(ctx, reply), finish, None) == (end, None)
+
+
+def test_a_call_where_the_dataset_answered_in_text_is_an_extra_call(kimi):
+    job, base, ctx = kimi
+    [first] = samples_of(job, ctx, base)
+    steps = ChainSteps(ctx)
+    _, second = steps.advance(first, _ids(ctx, CALLING), "stop", None)
+    assert isinstance(second, Sample)
+    assert steps.advance(second, _ids(ctx, CALLING), "stop", None) == ("extra_tool_call", None)
+
+
+def test_a_next_prompt_too_long_ends_the_chain_as_a_reject(kimi):
+    job, base, ctx = kimi
+    [first] = samples_of(job, ctx, base)
+    end, nxt = ChainSteps(ctx).advance(first, _ids(ctx, CALLING), "stop", 10)
+    assert end == "prompt_too_long" and isinstance(nxt, Reject) and nxt.id == "c/c1/1"
+
+
+def test_resume_rebuilds_the_next_prompt_from_the_written_output_ids(kimi):
+    job, base, ctx = kimi
+    [first] = samples_of(job, ctx, base)
+    _, live = ChainSteps(ctx).advance(first, _ids(ctx, CALLING), "stop", None)
+    written = {0: (first.input_ids[-32:], _ids(ctx, CALLING))}
+    [resumed] = samples_of(
+        job, ctx, base, skip_ids={"c/c1/0"}, chains=ChainResume({"c/c1": written}, set())
+    )
+    assert isinstance(resumed, Sample) and isinstance(live, Sample)
+    assert (resumed.id, resumed.input_ids) == (live.id, live.input_ids)
+    # An ended chain is not taken up again.
+    assert samples_of(job, ctx, base, skip_ids={"c/c1/0"}, chains=ChainResume({}, {"c/c1"})) == []
+
+
+def test_prompt_for_replaces_only_the_regenerated_turns():
+    row = chain_row("d/k", ROW["messages"], None)
+    assert row.positions == (1, 3, 5) and row.turns == 3
+    mine = {"role": "assistant", "content": "mine"}
+    state = ChainState(row, (mine,))
+    assert prompt_for(state) == [ROW["messages"][0], mine, ROW["messages"][2]]
+    assert step(row, 2, object(), "length").end == "complete"  # type: ignore[arg-type]
+
