@@ -5,8 +5,6 @@ ends the chain with its reason."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from pydantic import ValidationError
 
@@ -43,7 +41,7 @@ ROW = {
 }
 # What tiny-kimi's family writes after a prompt ending in `<think>`: reasoning, then the call.
 CALLING = (
-    'I should look.</think>Checking.<|tool_calls_section_begin|><|tool_call_begin|>'
+    "I should look.</think>Checking.<|tool_calls_section_begin|><|tool_call_begin|>"
     'functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|>'
     "<|tool_calls_section_end|><|im_end|>"
 )
@@ -180,4 +178,3 @@ def test_prompt_for_replaces_only_the_regenerated_turns():
     state = ChainState(row, (mine,))
     assert prompt_for(state) == [ROW["messages"][0], mine, ROW["messages"][2]]
     assert step(row, 2, object(), "length").end == "complete"  # type: ignore[arg-type]
-
