@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from draftgen.cli import main
 from draftgen.generator.prompts.chains import ChainState, ChainSteps, chain_row
 from draftgen.generator.prompts.inputs import open_tokenizer
 from draftgen.spec import load_job
@@ -123,7 +124,9 @@ def test_max_samples_stops_between_chains(tmp_path, tiny_kimi, sglang_server):
     assert manifest["samples"] == 6
 
 
-def test_a_tool_call_the_model_does_not_make_ends_the_chain(tmp_path, tiny_kimi, sglang_server):
+def test_a_tool_call_the_model_does_not_make_ends_the_chain(
+    tmp_path, tiny_kimi, sglang_server, capsys
+):
     call = {
         "id": "functions.get_weather:0",
         "type": "function",
@@ -146,13 +149,27 @@ def test_a_tool_call_the_model_does_not_make_ends_the_chain(tmp_path, tiny_kimi,
     [agent] = chains["chats/agent"]  # the tool result is never sent after a reply without a call
     assert (agent["turn"], agent["meta"]["chain_end"]) == (0, "no_tool_call")
     assert [r["meta"].get("chain_end") for r in chains["chats/chat0"]] == [None, "complete"]
+    # How far the chains got, per dataset, in `draftgen stats`.
+    assert main(["stats", "--json", str(out)]) == 0
+    [ds] = json.loads(capsys.readouterr().out)["datasets"]
+    assert ds["chains"] == {
+        "started": 2,
+        "turns_asked": 4,
+        "turns_written": 3,
+        "by_end": {"complete": 1, "no_tool_call": 1},
+    }
+    assert main(["stats", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "chats: 2 chains, 3 of 4 turns (75%); ended: complete 1, no_tool_call 1" in text
 
 
 def _lines(directory: Path) -> int:
     return sum(len(p.read_bytes().splitlines()) for p in directory.glob("shard-*.jsonl"))
 
 
-def test_a_chain_cut_by_sigkill_resumes_at_the_turn_it_reached(tmp_path, tiny_kimi, sglang_server):
+def test_a_chain_cut_by_sigkill_resumes_at_the_turn_it_reached(
+    tmp_path, tiny_kimi, sglang_server, capsys
+):
     rows = [_conversation(i, turns=4) for i in range(4)]
     job = _job(tmp_path, tiny_kimi, rows)
     out = tmp_path / "out"
@@ -174,6 +191,9 @@ def test_a_chain_cut_by_sigkill_resumes_at_the_turn_it_reached(tmp_path, tiny_ki
     before = records(out / "chats")
     cut = [t for t in _chains(before).values() if not t[-1]["meta"].get("chain_end")]
     assert cut, "the kill must leave a chain mid-way"
+    assert main(["stats", "--json", str(out)]) == 0
+    [ds] = json.loads(capsys.readouterr().out)["datasets"]
+    assert ds["chains"]["by_end"]["cut"] == len(cut)  # started, not ended: cut by the kill
     _generate(job, out, sglang_server.url)
     after = records(out / "chats")
     ids = Counter(r["id"] for r in after)
