@@ -178,3 +178,48 @@ def test_prompt_for_replaces_only_the_regenerated_turns():
     state = ChainState(row, (mine,))
     assert prompt_for(state) == [ROW["messages"][0], mine, ROW["messages"][2]]
     assert step(row, 2, object(), "length").end == "complete"  # type: ignore[arg-type]
+
+
+def test_qwen3_drops_the_earlier_replys_reasoning_as_its_template_does(tmp_path):
+    """Qwen3's template keeps reasoning only after the last user query: the chain's next prompt
+    (after a new user turn) carries the reply's content without its reasoning."""
+    from draftgen.testing import families
+
+    model = families.build("qwen3", tmp_path / "qwen3")
+    rows = [
+        {
+            "id": "q",
+            "messages": [
+                {"role": "user", "content": "One?"},
+                {"role": "assistant", "content": "DATASET-1"},
+                {"role": "user", "content": "Two?"},
+                {"role": "assistant", "content": "DATASET-2"},
+            ],
+        }
+    ]
+    write_jsonl(tmp_path / "q.jsonl", rows)
+    ds = {
+        "name": "q",
+        "source": "q.jsonl",
+        "format": "messages",
+        "turns": "all",
+        "history": "regenerated",
+    }
+    extra = {
+        "chatTemplateKwargs": {"enable_thinking": True},
+        "specialTokens": [],
+        "generationPrefix": "<|im_start|>assistant\n",
+    }
+    job = load_job(write_job(tmp_path, model, [ds], model_extra=extra))
+    with open_tokenizer(job, tmp_path, workers=0) as ctx:
+        [first] = samples_of(job, ctx, tmp_path)
+        assert isinstance(first, Sample)
+        reply = "<think>\nQWEN-REASONING\n</think>\n\nQWEN-ANSWER<|im_end|>"
+        end, nxt = ChainSteps(ctx).advance(first, _ids(ctx, reply), "stop", None)
+        assert end is None and isinstance(nxt, Sample)
+        text = ctx.tokenizer.decode(nxt.input_ids, skip_special_tokens=False)
+    assert text.endswith(
+        "<|im_start|>assistant\nQWEN-ANSWER<|im_end|>\n<|im_start|>user\nTwo?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    assert "QWEN-REASONING" not in text and "DATASET-1" not in text
