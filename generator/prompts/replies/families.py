@@ -89,13 +89,13 @@ class Qwen3Parser:
 
 def _json_call(block: str, keys: tuple[str, ...] = ("arguments", "parameters")) -> ToolCall:
     """A `{"name": …, "arguments": …}` call (SGLang's `parse_base_json` reads `parameters` too);
-    the arguments' raw text is their JSON, or the whole block when it does not parse."""
+    its raw text is the whole object as generated (the format does not set the arguments apart)."""
     block = block.strip()
     parsed = parse_arguments(block)
     if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
         return ToolCall(_name_from_broken_json(block), None, block)
     args: Any = next((parsed[k] for k in keys if parsed.get(k) is not None), {})
-    return ToolCall(parsed["name"], args, json.dumps(args, ensure_ascii=False))
+    return ToolCall(parsed["name"], args, block)
 
 
 @dataclass(frozen=True)
@@ -179,8 +179,7 @@ class Llama3Parser:
         pairs = self._KWARG.findall(raw)
         if "".join(f'{k}="{v}"' for k, v in pairs).replace(" ", "") != re.sub(r"[\s,]", "", raw):
             return ToolCall(found.group("name"), None, raw)
-        args = {k: json.loads(f'"{v}"') for k, v in pairs}
-        return ToolCall(found.group("name"), args, json.dumps(args, ensure_ascii=False))
+        return ToolCall(found.group("name"), {k: json.loads(f'"{v}"') for k, v in pairs}, raw)
 
     def prompt_opens_reasoning(self, prompt_text: str) -> bool:
         return False
@@ -197,12 +196,12 @@ def _json_objects(action: str) -> tuple[tuple[ToolCall, ...], str]:
         if start >= len(action):
             return tuple(calls), ""
         try:
-            obj, end = decoder.raw_decode(action, start)
+            _, end = decoder.raw_decode(action, start)
         except ValueError:
             if action.startswith('{"name"', start) or not calls:
                 calls.append(_json_call(action[start:]))
                 return tuple(calls), ""
             return tuple(calls), action[start:].strip()
-        calls.append(_json_call(json.dumps(obj, ensure_ascii=False)))
+        calls.append(_json_call(action[start:end]))
         at = end
     return tuple(calls), ""

@@ -23,7 +23,9 @@ CallIdStyle = Literal["call", "kimi"]
 @dataclass(frozen=True)
 class ToolCall:
     """One call: the function's name and its arguments as a JSON value (parsed), `None` when
-    they were not valid JSON; `raw` keeps the arguments' text as generated."""
+    they were not valid JSON; `raw` keeps the text as generated: the arguments where the format
+    sets them apart (Kimi, DeepSeek, gpt-oss, Llama's built-in calls), else the call's whole
+    JSON object (Qwen3, Llama's JSON calls)."""
 
     name: str
     arguments: Any
