@@ -206,3 +206,35 @@ def test_a_chain_cut_by_sigkill_resumes_at_the_turn_it_reached(
         assert turns[-1]["meta"]["chain_end"] == "complete"
     # The resumed turns were prompted by the replies written before the kill.
     _check_prompts(job, rows, after)
+
+
+def test_a_token_budget_ends_the_chains_going_and_a_raised_one_continues_them(
+    tmp_path, tiny_kimi, sglang_server, capsys
+):
+    rows = [_conversation(i) for i in range(4)]
+    out = tmp_path / "out"
+    job = _job(tmp_path, tiny_kimi, rows, budget={"completionTokens": 4})
+    _generate(job, out, sglang_server.url)
+    first = records(out / "chats")
+    assert 4 <= sum(r["completion_tokens"] for r in first) <= 5  # one-token replies
+    chains = _chains(first)
+    for turns in chains.values():
+        assert [r["turn"] for r in turns] == list(range(len(turns)))
+    cut = [cid for cid, t in chains.items() if not t[-1]["meta"].get("chain_end")]
+    assert cut  # 3-turn chains cannot all finish in 4 tokens: those going end where they were
+    assert main(["stats", "--json", str(out)]) == 0
+    [ds] = json.loads(capsys.readouterr().out)["datasets"]
+    assert ds["chains"]["by_end"].get("cut") == len(cut)
+
+    # The budget raised (budgets are not in the fingerprint): the cut chains go on from the
+    # turn they reached, and every chain finishes.
+    job = _job(tmp_path, tiny_kimi, rows, budget={"completionTokens": 100})
+    _generate(job, out, sglang_server.url)
+    after = records(out / "chats")
+    assert max(Counter(r["id"] for r in after).values()) == 1
+    assert all(
+        [r["turn"] for r in t] == [0, 1, 2] and t[-1]["meta"]["chain_end"] == "complete"
+        for t in _chains(after).values()
+    )
+    assert len(_chains(after)) == 4
+    _check_prompts(job, rows, after)
