@@ -223,3 +223,38 @@ def test_qwen3_drops_the_earlier_replys_reasoning_as_its_template_does(tmp_path)
         "<|im_start|>assistant\n"
     )
     assert "QWEN-REASONING" not in text and "DATASET-1" not in text
+
+
+def test_a_model_whose_replies_no_parser_reads_is_refused_naming_history(tmp_path):
+    """history: regenerated parses the target's replies back: a template of no known family is
+    a preflight problem naming the field and the fix, not a crash mid-run."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from draftgen.generator.prompts.input_preflight import check_inputs
+
+    vocab = {"[UNK]": 0, "user": 1, "assistant": 2, "hi": 3, ":": 4}
+    raw = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="[UNK]")
+    tok.chat_template = (
+        "{% for m in messages %}{{ m['role'] }} : {{ m['content'] }} {% endfor %}"
+        "{% if add_generation_prompt %}assistant :{% endif %}"
+    )
+    tok.save_pretrained(tmp_path / "plain")
+    rows = [{"id": "p", "messages": [{"role": "user", "content": "hi"}]}]
+    write_jsonl(tmp_path / "p.jsonl", rows)
+    ds = {
+        "name": "p",
+        "source": "p.jsonl",
+        "format": "messages",
+        "turns": "all",
+        "history": "regenerated",
+    }
+    extra = {"chatTemplateKwargs": {}, "specialTokens": [], "generationPrefix": None}
+    job = load_job(write_job(tmp_path, tmp_path / "plain", [ds], model_extra=extra))
+    with open_tokenizer(job, tmp_path, workers=0) as ctx:
+        report, _ = check_inputs(job, tmp_path, ctx, strict=False)
+    [problem] = [d.problem for d in report.datasets if d.problem]
+    assert problem.startswith("spec.datasets[p].history: ")
+    assert "history: dataset" in problem  # the fix
