@@ -187,8 +187,9 @@ def replay(
 class ChainSteps:
     """Parses replies and renders a chain's next prompt, with the run's tokenizer and template.
 
-    `ctx` is the run's `pretokenize.TokenizerContext`; rendering takes its inline lock (a fast
-    tokenizer is not safe to share between threads)."""
+    `ctx` is the run's `pretokenize.TokenizerContext`: a next prompt renders on its workers
+    (`render_one`); decoding a reply takes its inline lock (a fast tokenizer is not safe to
+    share between threads)."""
 
     def __init__(self, ctx: Any, on_tool_fallback: Mapping[str, str] | None = None) -> None:
         self.ctx = ctx
@@ -233,8 +234,7 @@ class ChainSteps:
         row, turn = state.row, state.turn
         sid = f"{row.id}/{turn}"
         messages = prompt_for(state)
-        with self._lock:
-            r = self.ctx.renderer.render(messages, row.tools)
+        r = self.ctx.render_one(messages, row.tools)
         detail = None
         reason = ""
         if r.error is not None or r.ids is None:
