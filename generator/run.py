@@ -280,9 +280,11 @@ class Runner:
             fleet=self.fleet,
             metrics=self.metrics,
         )
-        if isinstance(outcome, Reject):
-            self._reject(ds, outcome)
-        elif outcome is not None:
+        if outcome is None or isinstance(outcome, Reject):
+            chain_ended(ds, flight.sample)  # failed or aborted: its chain owes no more turns
+            if outcome is not None:
+                self._reject(ds, outcome)
+        else:
             sample, end, nxt = flight.sample, None, None
             if sample.chain is not None and self.chains is not None:
                 end, nxt = await in_daemon_thread(self._chain_step, sample, outcome.result)
