@@ -10,11 +10,14 @@ tokens gives one-token replies that end with `stop`, so chains go on (a reply cu
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from draftgen.cli import main
@@ -22,7 +25,15 @@ from draftgen.generator.prompts.chains import ChainState, ChainSteps, chain_row
 from draftgen.generator.prompts.inputs import open_tokenizer
 from draftgen.spec import load_job
 
-from .gen_helpers import WEATHER_TOOL, cli, generate_command, records, write_job, write_jsonl
+from .gen_helpers import (
+    WEATHER_TOOL,
+    cli,
+    generate_command,
+    records,
+    run_inprocess,
+    write_job,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.sglang
 
@@ -238,3 +249,73 @@ def test_a_token_budget_ends_the_chains_going_and_a_raised_one_continues_them(
     )
     assert len(_chains(after)) == 4
     _check_prompts(job, rows, after)
+
+
+class _Forcing(httpx.AsyncHTTPTransport):
+    """The network, except that a chain's first turn (a weather question, no tool result yet)
+    is decoded under SGLang's constrained decoding (`regex`) to the call text `forced` gives
+    for the question: a random model does not call tools by itself."""
+
+    def __init__(self, tokenizer: Any, forced: dict[str, str]) -> None:
+        super().__init__()
+        self.tokenizer, self.forced = tokenizer, forced
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/generate":
+            body = json.loads(request.content)
+            text = self.tokenizer.decode(body.get("input_ids") or [])
+            for question, reply in self.forced.items():
+                if question in text and "RESULT" not in text:
+                    body["sampling_params"]["regex"] = re.escape(reply)
+                    body["sampling_params"]["max_new_tokens"] = 200
+                    request = httpx.Request(
+                        request.method,
+                        request.url,
+                        headers={k: v for k, v in request.headers.items() if k != "content-length"},
+                        content=json.dumps(body).encode(),
+                    )
+        return await super().handle_async_request(request)
+
+
+def _call_text(city: str) -> str:
+    return (
+        "I will look.</think>Checking.<|tool_calls_section_begin|><|tool_call_begin|>"
+        f'functions.get_weather:0<|tool_call_argument_begin|>{{"city": "{city}"}}'
+        "<|tool_call_end|><|tool_calls_section_end|>"
+    )
+
+
+def test_a_matching_tool_call_goes_on_with_the_datasets_result(tmp_path, tiny_kimi, sglang_server):
+    call = {
+        "id": "functions.get_weather:0",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+
+    def row(key: str, question: str) -> dict:
+        return {
+            "id": key,
+            "tools": [WEATHER_TOOL],
+            "messages": [
+                {"role": "user", "content": question},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call["id"], "content": "RESULT-18C"},
+                {"role": "assistant", "content": "It is 18C."},
+            ],
+        }
+
+    rows = [row("same", "Weather in Paris?"), row("other", "Weather where I am?")]
+    job = _job(tmp_path, tiny_kimi, rows)
+    with open_tokenizer(load_job(job), tmp_path, workers=0) as ctx:
+        tokenizer = ctx.tokenizer
+    forced = {"Weather in Paris?": _call_text("Paris"), "Weather where I am?": _call_text("Lyon")}
+    run_inprocess(job, sglang_server.url, tmp_path / "out", transport=_Forcing(tokenizer, forced))
+    chains = _chains(records(tmp_path / "out" / "chats"))
+    same, other = chains["chats/same"], chains["chats/other"]
+    # The call matched the dataset's: turn 1 is prompted by the reply and the dataset's result.
+    assert [(r["turn"], r["meta"].get("chain_end")) for r in same] == [(0, None), (1, "complete")]
+    text = tokenizer.decode(same[1]["input_ids"])
+    assert "Checking." in text and "RESULT-18C" in text and '{"city": "Paris"}' in text
+    _check_prompts(job, rows, same)
+    # Lyon is not the dataset's Paris: the chain ends at the call, the result never sent.
+    assert [(r["turn"], r["meta"]["chain_end"]) for r in other] == [(0, "tool_call_diverged")]
