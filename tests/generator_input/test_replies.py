@@ -3,7 +3,10 @@ with reasoning and tool calls is rendered by the family's fixture chat template,
 the model generates after the prompt) decoded with special tokens kept and parsed; the message
 parsed renders exactly as the one written, so a chain's next prompt is what a production server
 would build from a client sending the reply back. Texts a template cannot render (reasoning it
-drops, R1's fenced calls, harmony's own call header) are written as the family's docs give them."""
+drops, R1's fenced calls, harmony's own call header) are written as the family's docs give them.
+Malformed and cut-off calls; each fixture family's parser detected, an unknown one refused.
+compare_calls and the fuzzing are in test_replies_rules.py, the check against SGLang's own
+parsers in test_replies_sglang.py."""
 
 from __future__ import annotations
 
@@ -162,6 +165,9 @@ def test_a_reply_parses_back_into_the_message_the_template_rendered(
     tok = tokenizer(family_tokenizer_dir, family)
     parser = reply_parser_for_tokenizer(tok)
     prompt, text = generated(tok, message, end, **kwargs)
+    if family == "gpt-oss" and text.endswith("<|end|>"):
+        # harmony: the model ends its final answer with `<|return|>`, history writes `<|end|>`
+        text = text.removesuffix("<|end|>") + "<|return|>"
 
     reply = parser.parse(text, started_in_reasoning=parser.prompt_opens_reasoning(prompt))
 
@@ -230,6 +236,16 @@ WRITTEN = [
         "Sunny.", REASONING, [], id="gpt-oss-prompt-opened-analysis",
     ),
     pytest.param(
+        GptOssParser(), "Sunny.<|return|>", False,
+        "Sunny.", None, [], id="gpt-oss-prompt-opened-final",
+    ),
+    pytest.param(
+        GptOssParser(),
+        "<|channel|>analysis<|message|>Thinking<|end|><|start|>assistant<|channel|>commentary "
+        "to=functions.get_weather <|constrain|>json", False,
+        "", "Thinking", [("get_weather", None)], id="gpt-oss-cut-in-a-call-header",
+    ),
+    pytest.param(
         Llama3Parser(),
         '<|python_tag|>brave_search.call(query="Paris weather")<|eom_id|>', False,
         "", None, [("brave_search", {"query": "Paris weather"})], id="llama-3.1-builtin-tool",
@@ -240,6 +256,10 @@ WRITTEN = [
         '{"name": "get_time", "parameters": {"city": "Paris"}}<|eot_id|>', False,
         "", None, [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Paris"})],
         id="llama-3.1-semicolon-calls",
+    ),
+    pytest.param(
+        Llama3Parser(), '{"answer": 4}<|eot_id|>', False,
+        '{"answer": 4}', None, [], id="llama-3.1-json-answer-calls-nothing",
     ),
     pytest.param(
         Qwen3Parser(),
@@ -255,6 +275,10 @@ WRITTEN = [
         "<|tool_calls_section_end|><|im_end|>", True,
         "", REASONING, [("get_weather", {"city": "Paris"})],
         id="kimi-call-ends-unclosed-reasoning",
+    ),
+    pytest.param(
+        KimiParser(), "</think>Sunny.<|im_end|>", True,
+        "Sunny.", None, [], id="kimi-empty-reasoning-is-none",
     ),
     pytest.param(
         Qwen3Parser(), f"<think>\n{REASONING} and so on", False,
@@ -289,6 +313,14 @@ MALFORMED = [
         "<|message|>{'city': 'Paris'}<|call|>", "get_weather", id="gpt-oss",
     ),
     pytest.param(
+        KimiParser(), "Let me check.<|tool_calls_section_begin|><|tool_calls_section_end|>", "",
+        id="kimi-empty-section",
+    ),
+    pytest.param(
+        DeepSeekParser(), "Let me check.<｜tool▁calls▁begin｜><｜tool▁calls▁end｜>", "",
+        id="deepseek-v3.1-empty-section",
+    ),
+    pytest.param(
         Llama3Parser(), '{"name": "get_weather", "parameters": {"city": "Paris"<|eot_id|>',
         "get_weather", id="llama-3.1",
     ),
@@ -319,47 +351,28 @@ def test_a_reply_cut_anywhere_parses_without_an_error(parser, text, started):
         assert len(calls) == len(whole) and calls[-1].malformed
 
 
-def call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(name, arguments)
-
-
 @pytest.mark.parametrize(
-    ("generated", "expected", "outcome"),
+    ("family", "kwargs", "opens"),
     [
-        ([], [], "match"),
-        ([call("f", a=1, b=[1, 2])], [call("f", b=[1, 2.0], a=1)], "match"),
-        ([call("f", a=1), call("g")], [call("f", a=1), call("g")], "match"),
-        ([], [call("f")], "no_tool_call"),
-        ([call("f")], [], "extra_tool_call"),
-        ([call("f"), call("g")], [call("f")], "extra_tool_call"),
-        ([call("f")], [call("f"), call("g")], "missing_tool_call"),
-        ([call("g"), call("f")], [call("f"), call("g")], "tool_call_diverged"),
-        ([call("f", a=1)], [call("f", a=2)], "tool_call_diverged"),
-        ([call("f", a=True)], [call("f", a=1)], "tool_call_diverged"),
-        ([call("f", a=None)], [call("f", a=0)], "tool_call_diverged"),
-        ([call("f", a=[1, 2])], [call("f", a=[2, 1])], "tool_call_diverged"),
-        ([call("f", a=1)], [call("f", a=1, b=2)], "tool_call_diverged"),
-        ([ToolCall("f", None, "{bad")], [ToolCall("f", None, "{bad")], "tool_call_diverged"),
+        ("kimi-k2.5", {"thinking": True}, True),
+        ("kimi-k2.5", {"thinking": False}, False),  # `<think></think>`
+        ("qwen3", {}, False),  # the model writes `<think>`
+        ("qwen3", {"enable_thinking": False}, False),  # `<think>\n\n</think>\n\n`
+        ("deepseek-v3.1", {"thinking": True}, True),
+        ("deepseek-v3.1", {"thinking": False}, False),
+        ("deepseek-r1", {}, True),  # `<｜Assistant｜><think>\n`
+        ("deepseek-r1-0528", {}, True),  # R1 always reasons (the model writes `<think>`)
+        ("gpt-oss", {}, False),
+        ("llama-3.1", {}, False),
     ],
 )
-def test_compare_calls(generated, expected, outcome):
-    assert compare_calls(generated, expected) == outcome
-
-
-def test_dataset_calls_read_with_string_or_object_arguments():
-    message = {
-        "role": "assistant",
-        "tool_calls": [
-            fn("get_weather", '{"city": "Paris"}'),
-            fn("get_time", {"city": "Paris"}),
-            fn("get_time", "{not json"),
-        ],
-    }
-    assert [(c.name, c.arguments) for c in calls_of_message(message)] == [
-        ("get_weather", {"city": "Paris"}),
-        ("get_time", {"city": "Paris"}),
-        ("get_time", None),
-    ]
+def test_whether_a_prompt_opened_the_reasoning(family_tokenizer_dir, family, kwargs, opens):
+    tok = tokenizer(family_tokenizer_dir, family)
+    ids = tok.apply_chat_template(
+        HISTORY, add_generation_prompt=True, tokenize=True, return_dict=False, **kwargs
+    )
+    prompt = tok.decode(list(ids), skip_special_tokens=False)
+    assert reply_parser_for_tokenizer(tok).prompt_opens_reasoning(prompt) is opens
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ an on-policy chain can send the conversation back as a client would (issue 29). 
     reply = parser.parse(text, started_in_reasoning=parser.prompt_opens_reasoning(prompt_text))
     reply.as_message(history_calls)                          # the OpenAI assistant message
     compare_calls(reply.tool_calls, calls_of_message(dataset_turn))   # "match" or why not
+    rename_tool_results(results, dict(zip(dataset_ids, reply.call_ids(history_calls))))
 
 docs/models.md ("Replies read back") has each family's rules.
 """
@@ -23,6 +24,7 @@ from .model import (
     calls_of_message,
     compare_calls,
     json_equal,
+    rename_tool_results,
 )
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "calls_of_message",
     "compare_calls",
     "json_equal",
+    "rename_tool_results",
     "reply_parser_for",
     "reply_parser_for_tokenizer",
 ]

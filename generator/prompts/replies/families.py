@@ -36,7 +36,7 @@ class KimiParser:
     SECTION = "<|tool_calls_section_begin|>"
     _CALL = re.compile(
         r"<\|tool_call_begin\|>\s*(?P<id>[^\s<|]*)\s*<\|tool_call_argument_begin\|>"
-        r"(?P<args>.*?)(?:<\|tool_call_end\|>|(?=<\|tool_call_begin\|>)|<\|tool_calls_section_end\|>|$)",
+        r"(?P<args>.*?)(?P<end><\|tool_call_end\|>|(?=<\|tool_call_begin\|>)|<\|tool_calls_section_end\|>|$)",
         re.DOTALL,
     )
     _ID = re.compile(r"^(?:functions\.)?(?P<name>[\w.\-]+):(?P<index>\d+)$")
@@ -52,9 +52,17 @@ class KimiParser:
             named = self._ID.match(call_id)
             # A bare counter id (`3`) names no function: SGLang guesses it from the tools'
             # schemas; kept here with no name, so it cannot match the dataset's call.
+            # A call not closed by its end token (cut off) is malformed whatever it holds.
+            closed = found.group("end") == "<|tool_call_end|>"
             calls.append(
-                ToolCall(named.group("name") if named else "", parse_arguments(args), args)
+                ToolCall(
+                    named.group("name") if named else "",
+                    parse_arguments(args) if closed else None,
+                    args,
+                )
             )
+        if section and not calls:  # a section opened but no call in it: one malformed call
+            calls.append(ToolCall("", None, calls_text))
         return Reply(content, split.reasoning, tuple(calls), call_id_style="kimi")
 
     def prompt_opens_reasoning(self, prompt_text: str) -> bool:
@@ -71,7 +79,7 @@ class Qwen3Parser:
     end_tokens: tuple[str, ...] = ("<|im_end|>", "<|endoftext|>")
 
     OPEN = "<tool_call>"
-    _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|$)", re.DOTALL)
+    _CALL = re.compile(r"<tool_call>(.*?)(</tool_call>|(?=<tool_call>)|$)", re.DOTALL)
 
     def parse(self, text: str, *, started_in_reasoning: bool = False) -> Reply:
         split = split_reasoning(
@@ -80,18 +88,22 @@ class Qwen3Parser:
         if self.OPEN not in split.rest:
             return Reply(split.rest, split.reasoning)
         content = split.rest[: split.rest.index(self.OPEN)].strip()
-        calls = tuple(_json_call(m.group(1)) for m in self._CALL.finditer(split.rest))
+        calls = tuple(
+            _json_call(m.group(1), closed=bool(m.group(2))) for m in self._CALL.finditer(split.rest)
+        )
         return Reply(content, split.reasoning, calls)
 
     def prompt_opens_reasoning(self, prompt_text: str) -> bool:
         return ends_with_open(prompt_text)
 
 
-def _json_call(block: str, keys: tuple[str, ...] = ("arguments", "parameters")) -> ToolCall:
+def _json_call(block: str, closed: bool = True) -> ToolCall:
     """A `{"name": …, "arguments": …}` call (SGLang's `parse_base_json` reads `parameters` too);
-    its raw text is the whole object as generated (the format does not set the arguments apart)."""
+    its raw text is the whole object as generated (the format does not set the arguments apart).
+    Malformed when not `closed` by its end tag (cut off)."""
+    keys = ("arguments", "parameters")
     block = block.strip()
-    parsed = parse_arguments(block)
+    parsed = parse_arguments(block) if closed else None
     if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
         return ToolCall(_name_from_broken_json(block), None, block)
     args: Any = next((parsed[k] for k in keys if parsed.get(k) is not None), {})
@@ -115,7 +127,7 @@ class DeepSeekParser:
     SECTION = "<｜tool▁calls▁begin｜>"
     _CALL = re.compile(
         r"<｜tool▁call▁begin｜>(?P<head>.*?)<｜tool▁sep｜>(?P<body>.*?)"
-        r"(?:<｜tool▁call▁end｜>|(?=<｜tool▁call▁begin｜>)|<｜tool▁calls▁end｜>|$)",
+        r"(?P<end><｜tool▁call▁end｜>|(?=<｜tool▁call▁begin｜>)|<｜tool▁calls▁end｜>|$)",
         re.DOTALL,
     )
     _FENCE = re.compile(r"^(?P<name>[^\n]*)\n```(?:json)?\n(?P<args>.*)\n```\s*$", re.DOTALL)
@@ -130,15 +142,20 @@ class DeepSeekParser:
         calls = []
         for found in self._CALL.finditer(section):
             head, body = found.group("head"), found.group("body")
+            closed = found.group("end") == "<｜tool▁call▁end｜>"  # else cut off: malformed
             if not self.fenced_calls:
-                calls.append(ToolCall(head.strip(), parse_arguments(body), body))
+                calls.append(
+                    ToolCall(head.strip(), parse_arguments(body) if closed else None, body)
+                )
                 continue
             fenced = self._FENCE.match(body)
-            if fenced is None:
+            if fenced is None or not closed:
                 calls.append(ToolCall(body.split("\n", 1)[0].strip(), None, body))
             else:
                 args = fenced.group("args")
                 calls.append(ToolCall(fenced.group("name").strip(), parse_arguments(args), args))
+        if not calls:  # the section opened but no call in it: one malformed call
+            calls.append(ToolCall("", None, section))
         return Reply(content.strip(), split.reasoning, tuple(calls))
 
     def prompt_opens_reasoning(self, prompt_text: str) -> bool:
@@ -148,8 +165,9 @@ class DeepSeekParser:
 @dataclass(frozen=True)
 class Llama3Parser:
     """Llama-3.1/3.3 (SGLang `--tool-call-parser llama3`): no reasoning. A reply that starts with
-    `{` or holds `<|python_tag|>` is a call: JSON objects `{"name": …, "parameters": …}` (or
-    `arguments`) separated by `;`, the content being the text before `<|python_tag|>`. A
+    `{` or holds `<|python_tag|>` holds calls: JSON objects `{"name": …, "parameters": …}` (or
+    `arguments`) separated by `;`, the content being the text before `<|python_tag|>`; JSON with
+    no `name` (an answer written as JSON) calls nothing and stays the content, as in SGLang. A
     built-in tool's `<|python_tag|>NAME.call(key="value", …)` (Meta's format; SGLang leaves it as
     text) is read as a call of NAME with those arguments."""
 
@@ -162,16 +180,19 @@ class Llama3Parser:
 
     def parse(self, text: str, *, started_in_reasoning: bool = False) -> Reply:
         text = strip_end(text, self.end_tokens)
-        if self.TAG in text:
+        tagged = self.TAG in text
+        if tagged:
             content, _, action = text.partition(self.TAG)
-        elif text.lstrip().startswith("{"):
+        elif text.startswith("{"):
             content, action = "", text
         else:
             return Reply(text, None)
         builtin = self._BUILTIN.match(action)
         if builtin is not None:
             return Reply(content, None, (self._builtin_call(builtin),))
-        calls, rest = _json_objects(action)
+        calls, rest = _json_objects(action, tagged)
+        if not calls:  # JSON that calls nothing (an answer in JSON): the text as it is
+            return Reply(text, None)
         return Reply(content + rest, None, calls)
 
     def _builtin_call(self, found: re.Match[str]) -> ToolCall:
@@ -185,22 +206,29 @@ class Llama3Parser:
         return False
 
 
-def _json_objects(action: str) -> tuple[tuple[ToolCall, ...], str]:
-    """Llama's `;`-separated call objects, and the text left after the last one that parsed; a
-    `{"name"` that does not parse is kept as a malformed call."""
+_CALL_START = re.compile(r'\{\s*"name"\s*:')
+
+
+def _json_objects(action: str, tagged: bool) -> tuple[tuple[ToolCall, ...], str]:
+    """Llama's `;`-separated call objects, and the text left after the last one. Where one does
+    not parse, it is kept as a malformed call when it starts like one (`{"name":`, or anything
+    right after `<|python_tag|>`), else left as text; JSON without a `name` calls nothing (SGLang
+    drops it)."""
     decoder = json.JSONDecoder()
     calls: list[ToolCall] = []
     at = 0
     while at < len(action):
         start = len(action) - len(action[at:].lstrip(" \n;"))
         if start >= len(action):
-            return tuple(calls), ""
+            break
         try:
-            _, end = decoder.raw_decode(action, start)
+            obj, end = decoder.raw_decode(action, start)
         except ValueError:
-            if action.startswith('{"name"', start) or not calls:
+            if _CALL_START.match(action, start) or (tagged and not calls):
                 calls.append(_json_call(action[start:]))
                 return tuple(calls), ""
+            return tuple(calls), action[start:].strip()
+        if not (isinstance(obj, dict) and isinstance(obj.get("name"), str)):
             return tuple(calls), action[start:].strip()
         calls.append(_json_call(action[start:end]))
         at = end

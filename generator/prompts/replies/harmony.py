@@ -11,6 +11,8 @@ then `<|message|>BODY` closed by `<|end|>`, `<|call|>` or `<|return|>`.
   built-in tool such as `browser.search` keeps its full name); the body is the JSON arguments.
 - `final`, and `commentary` closed by `<|end|>` (a preamble to calls), are content: joined with
   '' when the reply called nothing, with ' ' and stripped when it did (SGLang's two parsers).
+  `final` runs to `<|return|>` (the model's stop token), markers inside it included; the others
+  end at `<|end|>` or `<|call|>`.
 SGLang's call pattern wants `<|constrain|>json` after the recipient; the header the published
 template writes (`<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>`)
 lacks it, so both are read here (docs/models.md)."""
@@ -45,16 +47,50 @@ class _Message:
         return found.group(1) if found else ""
 
 
+def _first_closer(text: str, start: int, closers: tuple[str, ...] = _CLOSERS) -> tuple[int, str]:
+    """Where the first of `closers` after `start` is and which (`(len(text), "")` when none)."""
+    found = [(text.find(c, start), c) for c in closers if c in text[start:]]
+    return min(found, default=(len(text), ""))
+
+
+def _closers(header: str) -> tuple[str, ...]:
+    """What ends a message with this header (SGLang's rule): `final` only `<|return|>` (or the
+    end of the text: the model's stop token), `analysis` and `commentary` `<|end|>` or
+    `<|call|>`."""
+    found = _CHANNEL.search(header)
+    channel = found.group(1).lower() if found else ""
+    if channel == "final":
+        return ("<|return|>",)
+    if channel in ("analysis", "commentary"):
+        return ("<|end|>", "<|call|>")
+    return _CLOSERS
+
+
 def _messages(text: str) -> list[_Message]:
-    """The harmony messages of `text` in order; plain text outside them (a reply without
-    markers, text after `<|return|>`) comes as a message with no header."""
+    """The harmony messages of `text` in order. Text closed before any header (the body of a
+    message the prompt opened) and plain text (a reply without markers, text after
+    `<|return|>`) come as messages with no header."""
     out: list[_Message] = []
     at = 0
     while at < len(text):
         opens = text.find("<|message|>", at)
-        if opens == -1:
-            out.append(_Message("", text[at:], ""))
+        end, closer = _first_closer(text, at)
+        if opens == -1 and not closer:
+            # the text ended in a header: an unfinished call is kept (malformed), any other
+            # header dropped
+            rest = text[at:]
+            cut = min((rest.find(m) for m in ("<|start|>", "<|channel|>") if m in rest), default=-1)
+            if cut == -1:
+                out.append(_Message("", rest, ""))
+            else:
+                out.append(_Message("", rest[:cut], ""))
+                if _RECIPIENT.search(rest[cut:]):
+                    out.append(_Message(rest[cut:], "", ""))
             break
+        if opens == -1 or end < opens:
+            out.append(_Message("", text[at:end], closer))
+            at = end + len(closer)
+            continue
         header = text[at:opens]
         cuts = [header.find(m) for m in ("<|start|>", "<|channel|>") if m in header]
         if at == 0 and header.lstrip().startswith("to="):
@@ -63,11 +99,7 @@ def _messages(text: str) -> list[_Message]:
         if header[:cut]:
             out.append(_Message("", header[:cut], ""))
         body_start = opens + len("<|message|>")
-        ends = [(text.find(c, body_start), c) for c in _CLOSERS if c in text[body_start:]]
-        if not ends:
-            out.append(_Message(header[cut:], text[body_start:], ""))
-            break
-        end, closer = min(ends)
+        end, closer = _first_closer(text, body_start, _closers(header[cut:]))
         out.append(_Message(header[cut:], text[body_start:end], closer))
         at = end + len(closer)
     return out
@@ -81,15 +113,15 @@ class GptOssParser:
     end_tokens: tuple[str, ...] = ("<|endoftext|>",)
 
     def parse(self, text: str, *, started_in_reasoning: bool = False) -> Reply:
-        text = strip_end(text, self.end_tokens)
-        if started_in_reasoning and not text.startswith(("<|channel|>", "<|start|>", " to=")):
-            # the prompt ended with `<|channel|>analysis<|message|>`
-            text = "<|channel|>analysis<|message|>" + text
+        messages = _messages(strip_end(text, self.end_tokens))
+        if started_in_reasoning and messages and not messages[0].header:
+            # the prompt ended with `<|channel|>analysis<|message|>`: the text starts in its body
+            messages[0] = _Message("<|channel|>analysis", messages[0].body, messages[0].closer)
         reasoning: list[str] = []
         content: list[str] = []
         calls: list[ToolCall] = []
-        for m in _messages(text):
-            if m.closer == "<|call|>" or (m.recipient and m.closer == ""):
+        for m in messages:
+            if m.recipient and m.closer in ("<|call|>", ""):
                 name = m.recipient.removeprefix("functions.")
                 body = m.body.strip()
                 args = parse_arguments(body) if m.closer else None
@@ -99,7 +131,7 @@ class GptOssParser:
             else:  # final, commentary closed by <|end|>, plain text
                 content.append(m.body)
         text_out = " ".join(content).strip() if calls else "".join(content)
-        return Reply(text_out, "".join(reasoning) if reasoning else None, tuple(calls))
+        return Reply(text_out, "".join(reasoning) or None, tuple(calls))
 
     def prompt_opens_reasoning(self, prompt_text: str) -> bool:
         return prompt_text.endswith("<|channel|>analysis<|message|>")

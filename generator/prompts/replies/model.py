@@ -171,3 +171,21 @@ def compare_calls(generated: Sequence[ToolCall], expected: Sequence[ToolCall]) -
     if len(generated) < len(expected):
         return "missing_tool_call"
     return "match"
+
+
+def rename_tool_results(
+    messages: Sequence[Mapping[str, Any]], ids: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """`messages` with each tool result's `tool_call_id` mapped through `ids` (the dataset's call
+    id -> the id the server gave the matching generated call, `Reply.call_ids`), as a client
+    answers the calls the server returned; other messages unchanged. Kimi's templates print both
+    ids (`<|tool_call_begin|>ID`, `## Return of ID`), so a chain that keeps the dataset's ids
+    renders a prompt production would not."""
+    out = []
+    for message in messages:
+        call_id = message.get("tool_call_id")
+        if message.get("role") == "tool" and isinstance(call_id, str) and call_id in ids:
+            out.append({**message, "tool_call_id": ids[call_id]})
+        else:
+            out.append(dict(message))
+    return out

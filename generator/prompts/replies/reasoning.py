@@ -26,7 +26,8 @@ def split_reasoning(
     started: bool = False,
     tool_start: str | None = None,
 ) -> Split:
-    """`text` split into its reasoning (`None` when it has none) and the rest."""
+    """`text` split into its reasoning (`None` when it has none, or an empty block: SGLang
+    returns `reasoning_content: null` for both) and the rest."""
     if not (started or open_tag in text):
         return Split(None, text)
     body = text
@@ -34,11 +35,11 @@ def split_reasoning(
         body = body[len(open_tag) :]
     if close_tag in body:
         reasoning, rest = body.split(close_tag, 1)
-        return Split(reasoning, rest)
+        return Split(reasoning or None, rest)
     if tool_start and tool_start in body:
         at = body.index(tool_start)
-        return Split(body[:at], body[at:])
-    return Split(body, "")
+        return Split(body[:at] or None, body[at:])
+    return Split(body or None, "")
 
 
 def strip_end(text: str, end_tokens: Sequence[str]) -> str:
