@@ -11,9 +11,9 @@ the prompt is *not* a token-level continuation of the previous prompt and output
 
 A chain goes on past a turn only while the turn's reply agrees with the dataset where the rest
 of the conversation depends on it: when the dataset's turn called tools (whose results come
-next) or the reply called some, `compare_calls` must say `match`; the dataset's call ids are then
-kept so the results still answer them. Otherwise the chain ends at that turn, and the turn's
-record says why (`meta.chain_end`: `END_REASONS`, or the reject reason of a next prompt that
+next) or the reply called some, `compare_calls` must say `match`; the dataset's results then
+answer the ids the server gave the generated calls (`rename_tool_results`). Otherwise the chain
+ends at that turn, and the turn's record says why (`meta.chain_end`: `END_REASONS`, or the reject reason of a next prompt that
 cannot be sent). Pure functions over immutable values, plus `ChainSteps`, which holds the
 tokenizer and renders continuations (I/O-free, but CPU work: call it from a thread).
 """
@@ -29,6 +29,7 @@ from draftgen.generator.prompts.replies import (
     Reply,
     calls_of_message,
     compare_calls,
+    rename_tool_results,
     reply_parser_for_tokenizer,
 )
 from draftgen.generator.prompts.samples import TOOL_FALLBACK, Reject, Sample
@@ -131,9 +132,22 @@ def prompt_for(state: ChainState) -> list[dict[str, Any]]:
     """The messages of the chain's next turn: the given turns before it, with every earlier
     assistant turn replaced by the target's reply."""
     row = state.row
-    messages = list(row.messages[: row.positions[state.turn]])
+    end = row.positions[state.turn]
+    messages = list(row.messages[:end])
     for i, reply in enumerate(state.replies):
-        messages[row.positions[i]] = reply
+        start = row.positions[i]
+        messages[start] = reply
+        # The dataset's results after this turn answer the ids the server gave its calls, as a
+        # client answers the calls it was returned (Kimi's templates print both ids).
+        given = _calls(row.messages[start].get("tool_calls"))
+        ids = {
+            g["id"]: r["id"]
+            for g, r in zip(given, _calls(reply.get("tool_calls")), strict=False)
+            if isinstance(g.get("id"), str) and isinstance(r.get("id"), str)
+        }
+        stop = row.positions[i + 1] if i + 1 < len(row.positions) else end
+        if ids:
+            messages[start + 1 : stop] = rename_tool_results(messages[start + 1 : stop], ids)
     return messages
 
 
@@ -149,19 +163,12 @@ def step(row: ChainRow, turn: int, reply: Reply, finish_reason: str) -> Step:
     if finish_reason != "stop":
         return Step(None, "length")  # a cut-off reply: no client would send it back as said
     given = row.messages[row.positions[turn]]
-    expected = _calls(given.get("tool_calls"))
     verdict = compare_calls(reply.tool_calls, calls_of_message(given))
     if verdict != "match":
         return Step(None, verdict)
+    # The ids the server gives the calls: it counts the calls of the conversation before.
     before = sum(len(_calls(m.get("tool_calls"))) for m in row.messages[: row.positions[turn]])
-    message = reply.as_message(before)
-    if expected:
-        # The dataset's results answer the dataset's call ids: the matched calls keep them.
-        message["tool_calls"] = [
-            {**g, "id": e.get("id", g.get("id"))}
-            for g, e in zip(_calls(message.get("tool_calls")), expected, strict=False)
-        ]
-    return Step(message, None)
+    return Step(reply.as_message(before), None)
 
 
 def replay(

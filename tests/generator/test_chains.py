@@ -24,7 +24,7 @@ from draftgen.spec import DatasetSpec, load_job
 from .gen_helpers import WEATHER_TOOL, samples_of, write_job, write_jsonl
 
 CALL = {
-    "id": "functions.get_weather:0",
+    "id": "call_from_the_dataset",
     "type": "function",
     "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
 }
@@ -39,6 +39,8 @@ ROW = {
         {"role": "user", "content": "And tomorrow?"},
     ],
 }
+# The id a Kimi server gives the conversation's first call; the client's result answers it.
+SERVER_ID = "functions.get_weather:0"
 # What tiny-kimi's family writes after a prompt ending in `<think>`: reasoning, then the call.
 CALLING = (
     "I should look.</think>Checking.<|tool_calls_section_begin|><|tool_call_begin|>"
@@ -102,9 +104,9 @@ def test_turn_k_plus_1_carries_turn_k_reply_as_the_template_puts_it(kimi):
                 "role": "assistant",
                 "content": "Checking.",
                 "reasoning_content": "I should look.",
-                "tool_calls": [CALL],
+                "tool_calls": [{**CALL, "id": SERVER_ID}],
             },
-            ROW["messages"][2],
+            {**ROW["messages"][2], "tool_call_id": SERVER_ID},
         ],
         tools=[WEATHER_TOOL],
         add_generation_prompt=True,
@@ -116,6 +118,7 @@ def test_turn_k_plus_1_carries_turn_k_reply_as_the_template_puts_it(kimi):
     # The reply as the template writes it is not the ids the model generated (a production
     # server's view, not a token-level continuation): the template re-renders the message.
     assert "<think>I should look.</think>Checking." in text
+    assert "call_from_the_dataset" not in text  # the result answers the server's id
 
     # Turn 1 answers in text, as the dataset did: the chain goes on to the pending user turn.
     end, last = steps.advance(nxt, _ids(ctx, "Hm.</think>It is 18C.<|im_end|>"), "stop", None)
