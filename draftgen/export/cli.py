@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -161,7 +162,9 @@ def export(
     staging.mkdir(parents=True)
     try:
         summary = ExportSummary()
-        rows = export_rows(src, options, summary)
+        # The id formats carry a chain as one sample where its turns continue one another.
+        merge = export_format in ("speculators", "specforge")
+        rows = export_rows(src, replace(options, merge_chains=merge), summary)
         if export_format == "parquet":
             from . import parquet
 

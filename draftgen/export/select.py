@@ -12,6 +12,7 @@ from typing import Any
 from draftgen.output.counts import DatasetCounts
 from draftgen.output.record import Record
 
+from .chains import merge_chains
 from .mix import MixRule, copies_by_weight, select_by_tokens
 from .records import ExportError, ReadStats, dataset_dirs, iter_records
 from .split import TRAIN, VALIDATION, split_of
@@ -36,6 +37,10 @@ class ExportOptions:
 
     split_seed: int = 0
     """Seed of the id hash behind the split and the mix."""
+
+    merge_chains: bool = False
+    """Chains whose turns continue one another token for token go out as one sample
+    (`chains.py`; the id formats)."""
 
 
 @dataclass(slots=True)
@@ -148,7 +153,8 @@ def export_rows(
                 rule.token_cap,
                 options.split_seed,
             )
-        for record in _eligible(directory, options, ds, summary.read):
+        eligible = _eligible(directory, options, ds, summary.read)
+        for record in merge_chains(eligible) if options.merge_chains else eligible:
             if kept_by_tokens is not None:
                 copies = 1 if record.id in kept_by_tokens else 0
             elif rule is not None and rule.weight is not None:

@@ -37,9 +37,13 @@ def primary_id(sample_id: str) -> str:
 def ids_and_mask(record: Record) -> tuple[list[int], list[int]]:
     """The training sequence of a record: prompt then completion, unchanged, with a loss mask
     of 0 on every prompt token (the generation prefix such as `<think>` included) and 1 on
-    every generated token (the end-of-turn token included)."""
+    every generated token (the end-of-turn token included); a merged chain's earlier turns'
+    output ids inside the prompt are supervised too (`chains.ChainRecord`)."""
     prompt, completion = record.input_ids, record.output_ids
-    return [*prompt, *completion], [0] * len(prompt) + [1] * len(completion)
+    mask = [0] * len(prompt) + [1] * len(completion)
+    for start, end in getattr(record, "supervised", ()):  # a chain's earlier turns (chains.py)
+        mask[start:end] = [1] * (end - start)
+    return [*prompt, *completion], mask
 
 
 def to_speculators(

@@ -85,6 +85,15 @@ class DatasetSpec(SpecModel):
     """`last` regenerates the final assistant turn; `all` every assistant turn in order, each
     conditioned on the conversation before it."""
 
+    history: Literal["dataset", "regenerated"] = "dataset"
+    """With `turns: all`, what earlier assistant turns a prompt carries: `dataset` the
+    conversation as the dataset wrote it (every turn an independent sample); `regenerated` the
+    target's own earlier replies — the conversation becomes a chain, turn k+1 prompted by the
+    given user and tool turns and what the target answered at turns 0..k (parsed by the family's
+    rules, re-rendered by the chat template as a server would for a client sending the
+    conversation back). A chain ends early, recorded in `meta.chainEnd`, when a reply's tool
+    calls differ from the dataset's (docs/input-formats.md)."""
+
     tool_result_name: Literal["none", "function"] = "none"
     """How the tool results draftgen builds from `sharegpt` observations and `glaive` FUNCTION
     RESPONSE turns are named: `none` gives them no `name` (as OpenAI-format tool messages have
@@ -136,5 +145,10 @@ class DatasetSpec(SpecModel):
             raise ValueError(
                 f"turns: `all` needs conversations, but format {self.format} has a single prompt "
                 "per row; use turns: last"
+            )
+        if self.history == "regenerated" and self.turns != "all":
+            raise ValueError(
+                "history: `regenerated` chains every assistant turn of a conversation, but turns "
+                f"is {self.turns}; set turns: all, or history: dataset"
             )
         return self

@@ -29,6 +29,7 @@ from draftgen.errors import DraftgenError
 from draftgen.generator.prompts.inputs import dataset_files, iter_samples
 from draftgen.generator.prompts.integrity import IntegrityError
 from draftgen.generator.prompts.pretokenize import TokenizerContext, TokenizerError, open_tokenizer
+from draftgen.generator.prompts.replies import UnknownReplyFamily
 from draftgen.generator.prompts.samples import Reject
 from draftgen.generator.rows.sources import SourceError
 from draftgen.spec import DatasetSpec, GenerationJob
@@ -100,6 +101,8 @@ def check_dataset(
         report.problem, integrity = f"spec.datasets[{dataset.name}]: {err}", True
     except SourceError as err:
         report.problem = f"spec.datasets[{dataset.name}].source: {err}"
+    except UnknownReplyFamily as err:  # history: regenerated needs the replies parsed back
+        report.problem = f"spec.datasets[{dataset.name}].history: {err}; fix: {err.fix}"
     finally:
         getattr(items, "close", lambda: None)()  # stop the render stream's read-ahead
     report.rows_read, report.samples = len(seen_rows), len(lengths)
