@@ -53,7 +53,7 @@ def _open_source(dataset: DatasetSpec, base_dir: Path, confine: Path | None) -> 
     try:
         files = dataset_files(dataset, base_dir)
     except SourceError as err:
-        return f"{where}: {err}"
+        return f"spec.datasets[{dataset.name}].{err.field}: {err}"
     if confine is not None:
         outside = [f for f in files if not f.resolve().is_relative_to(confine.resolve())]
         if outside:
@@ -99,7 +99,7 @@ def check_dataset(
     except IntegrityError as err:
         report.problem, integrity = f"spec.datasets[{dataset.name}]: {err}", True
     except SourceError as err:
-        report.problem = f"spec.datasets[{dataset.name}].source: {err}"
+        report.problem = f"spec.datasets[{dataset.name}].{err.field}: {err}"
     finally:
         getattr(items, "close", lambda: None)()  # stop the render stream's read-ahead
     report.rows_read, report.samples = len(seen_rows), len(lengths)
