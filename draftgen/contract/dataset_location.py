@@ -30,6 +30,9 @@ def parse_hub_dataset(source: str) -> tuple[str, str, str]:
         raise ValueError(
             f"{source!r}: nothing after @; name the revision (a branch, tag or commit)"
         )
-    if ".." in parts[2:]:
-        raise ValueError(f"{source!r}: `..` may not appear in the path; name the file directly")
-    return f"{parts[0]}/{name}", unquote(revision) or "main", "/".join(parts[2:])
+    revision = unquote(revision)
+    if ".." in parts[2:] or ".." in revision.split("/") or name in (".", ".."):
+        raise ValueError(
+            f"{source!r}: `..` may not appear in it; name the dataset and file directly"
+        )
+    return f"{parts[0]}/{name}", revision or "main", "/".join(parts[2:])

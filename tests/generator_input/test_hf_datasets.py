@@ -277,6 +277,8 @@ def test_splits_are_the_files_datasets_itself_gives_them(tmp_path, layout):
         ("hf://org/name", None, "a dataset on the hub is hf://datasets/ORG/NAME"),
         ("hf://datasets/org", None, r"hf://datasets/ORG/NAME\[@REVISION\]\[/PATH\]"),
         ("hf://datasets/org/name@", None, "nothing after @"),
+        ("hf://datasets/org/name@..", None, "`..` may not appear"),
+        ("hf://datasets/org/name/../x", None, "`..` may not appear"),
         ("s3://bucket/x", None, "only local paths, file:// URIs and hf://datasets/"),
         ("d", "train/x", "split"),
     ],
