@@ -98,14 +98,25 @@ class DatasetSummary(DatasetCounts):
         return sum(s.samples for s in self.splits.values())
 
 
+@dataclass(frozen=True, slots=True)
+class TrainerHint:
+    """What a trainer needs to take the export as it is, printed by `export` and in its card."""
+
+    title: str
+    """`SpecForge run config (YAML)`, `speculators prepare-data command`."""
+    lang: str
+    """The card's code block language: `yaml`, `sh`."""
+    text: str
+
+
 @dataclass(slots=True)
 class ExportSummary:
     datasets: dict[str, DatasetSummary] = field(default_factory=dict)
     read: ReadStats = field(default_factory=ReadStats)
     longest_row: int = 0
     """Tokens of the longest exported row (prompt + completion): a trainer's max length."""
-    trainer_hint: str | None = None
-    """The trainer configuration keys that fit the export (YAML), for the formats that have one."""
+    trainer_hint: TrainerHint | None = None
+    """The trainer configuration that fits the export, for the formats that have one."""
 
     def total(self, split: str) -> SplitCounts:
         out = SplitCounts()

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import Field, StrictInt, field_validator, model_validator
 
+from draftgen.contract.dataset_location import HUB_DATASETS, parse_hub_dataset
+
 from .base import SpecModel
 from .planning import ExpectedLengths
 from .quantity import Quantity
@@ -63,8 +65,17 @@ class DatasetSpec(SpecModel):
     `-` and `_`, at most 63 characters)."""
 
     source: str = Field(min_length=1)
-    """JSONL, Parquet or CSV/TSV file (or a directory of them): a path, relative to the job file when run
-    locally and inside `spec.inputs` in a cluster, or a `file://` URI."""
+    """JSONL, Parquet, CSV/TSV or Arrow file (or a directory of them): a path, relative to the job
+    file when run locally and inside `spec.inputs` in a cluster, or a `file://` URI. A directory
+    written by `datasets`' `save_to_disk` is recognized by its shape;
+    `hf://datasets/ORG/NAME[@REV][/PATH]` is a dataset in the local Hugging Face hub cache
+    (`HF_HUB_CACHE`, `HF_HOME`), never downloaded (docs/input-formats.md)."""
+
+    split: str | None = Field(default=None, pattern=r"^\w+(\.\w+)*$")
+    """Which split of a Hugging Face dataset (a `save_to_disk` DatasetDict, an `hf://datasets/`
+    source, or a directory laid out like one: `train`, `validation`, `test`, ...). Unset, a dataset
+    of one split is read whole and one of several is refused with their names; a plain
+    directory is read whole."""
 
     format: DatasetFormat
     """Row shape: `messages` (OpenAI), `sharegpt`, `glaive` (function calling v2), `prompt`, or
@@ -116,11 +127,19 @@ class DatasetSpec(SpecModel):
     @field_validator("source")
     @classmethod
     def _source(cls, value: str) -> str:
+        if value.startswith(HUB_DATASETS):
+            parse_hub_dataset(value)  # ValueError: how to write it
+            return value
         path = value.removeprefix("file://")
+        if value.startswith("hf://"):
+            raise ValueError(
+                f"{value!r}: a dataset on the hub is hf://datasets/ORG/NAME (read from the local "
+                "hub cache); hf://ORG/NAME names a model"
+            )
         if "://" in path:
             raise ValueError(
-                f"{value!r}: only local paths and file:// URIs are read; copy the data onto the "
-                "inputs volume"
+                f"{value!r}: only local paths, file:// URIs and hf://datasets/ORG/NAME (in the "
+                "local hub cache) are read; copy the data onto the inputs volume"
             )
         if ".." in path.replace("\\", "/").split("/"):
             raise ValueError(

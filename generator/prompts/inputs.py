@@ -42,6 +42,7 @@ from draftgen.generator.prompts.pretokenize import (
 )
 from draftgen.generator.prompts.samples import TOOL_FALLBACK, Reject, Sample
 from draftgen.generator.rows.formats import RowError, parse_conversation, parse_pretokenized
+from draftgen.generator.rows.hf import source_files
 from draftgen.generator.rows.identity import (
     explicit_id,
     has_question,
@@ -51,7 +52,7 @@ from draftgen.generator.rows.identity import (
     select_turns,
 )
 from draftgen.generator.rows.selection import select_rows
-from draftgen.generator.rows.sources import SourceError, list_files, resolve_source
+from draftgen.generator.rows.sources import SourceError
 from draftgen.spec import DatasetSpec, GenerationJob
 
 __all__ = [
@@ -76,8 +77,9 @@ class _Pending:
 
 
 def dataset_files(dataset: DatasetSpec, base_dir: Path) -> list[Path]:
-    """The files a dataset reads; raises `SourceError` when there are none."""
-    return list_files(resolve_source(dataset.source, base_dir))
+    """The files a dataset reads (its `source`, and `split` among a Hugging Face dataset's);
+    raises `SourceError` when there are none."""
+    return source_files(dataset.source, dataset.split, base_dir)
 
 
 def _key_hash(key: str) -> int:
