@@ -65,6 +65,7 @@ def generation_record(
             attempts=attempts,
             created_at=time.time(),
             sample=sample.info or None,
+            thinking=sample.thinking,
         ),
     )
 

@@ -27,6 +27,7 @@ from draftgen.contract.generator_cli import ExitCode, Flag
 from draftgen.errors import RunError
 from draftgen.output.writer import atomic_write_json
 from draftgen.spec import DatasetSpec, GenerationJob
+from draftgen.spec.thinking import ThinkingMix
 
 __all__ = ["FINGERPRINT_FILE", "SpecChanged", "check_fingerprint", "dataset_fingerprint"]
 
@@ -72,6 +73,9 @@ def dataset_fingerprint(job: GenerationJob, dataset: DatasetSpec) -> dict[str, A
     # Added after outputs existed: recorded only when set, so their fingerprints stay as they were.
     if dataset.tool_result_name != "none":
         fields[f"{prefix}.toolResultName"] = dataset.tool_result_name
+    if dataset.thinking is not None:  # mix: its ratio and seed, defaults written out
+        mix = (dataset.thinking_mix or ThinkingMix()).to_wire() if dataset.thinking == "mix" else {}
+        fields[f"{prefix}.thinking"] = {"mode": dataset.thinking, **mix}
     # The sampling the dataset really uses (the job's, with the dataset's overrides applied).
     for key in sorted(sampling):
         fields[f"{prefix}.sampling.{key}"] = sampling[key]

@@ -68,6 +68,8 @@ class Meta:
     """Facts from the input side (`num_tools`, `prompt_messages`, `normalized`, `tool_fallback`)."""
     dp_rank: int | None = optional()
     """The server's data-parallel rank the request was pinned to (servers with several ranks)."""
+    thinking: bool | None = optional()
+    """The prompt's thinking mode (`spec.datasets[].thinking`: true on, false off)."""
     read_from: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     """The object this was read from (not a field of the file): written back unchanged, keys
     this version does not know included."""
@@ -98,6 +100,7 @@ class Meta:
             created_at=_float(at),
             sample=sample if isinstance(sample, dict) else None,
             dp_rank=_int(data.get("dp_rank")),
+            thinking=data["thinking"] if type(data.get("thinking")) is bool else None,
             read_from=data,
         )
 

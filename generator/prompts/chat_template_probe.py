@@ -98,6 +98,7 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
         check_generation_prefix(
             text, ids, settings.generation_prefix, list(settings.prefix_ids), "probe prompt"
         )
+    _probe_variants(Renderer(tokenizer, settings))
     settings = _probe_tools(Renderer(tokenizer, settings))
     if with_tools:
         decoded = tokenizer.decode(ids, skip_special_tokens=False)
@@ -109,6 +110,23 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
                 "(model.tokenizer), one whose template declares `tools`"
             )
     return settings
+
+
+def _probe_variants(renderer: Renderer) -> None:
+    """Each thinking mode's probe prompt ends with the prefix its family documents
+    (thinking.py); a template that writes something else is not the family's published one."""
+    for mode in renderer.settings.variants:
+        rendered = renderer.render(PROBE_MESSAGES, None, mode)
+        if rendered.error is not None or not rendered.prefix_ok:
+            ids = rendered.ids or []
+            prefix, _ = renderer.prefix(mode)
+            raise IntegrityError(
+                f"spec.datasets[].thinking: with thinking {mode} "
+                f"({renderer.settings.variants[mode].kwargs}) the chat template's probe prompt "
+                f"{'fails: ' + rendered.error if rendered.error else 'ends with ' + repr(renderer.decode(ids[-8:]))}"
+                f", not {prefix!r} as the family's published template does; remove thinking and "
+                "set model.chatTemplateKwargs and model.generationPrefix for this template yourself"
+            )
 
 
 def _probe_tools(renderer: Renderer) -> RenderSettings:

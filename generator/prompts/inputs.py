@@ -33,6 +33,7 @@ from draftgen.generator.prompts.pretokenize import (
     open_tokenizer,
 )
 from draftgen.generator.prompts.samples import TOOL_FALLBACK, Reject, Sample
+from draftgen.generator.prompts.thinking import mode, thinks
 from draftgen.generator.rows.formats import RowError, parse_conversation, parse_pretokenized
 from draftgen.generator.rows.identity import (
     explicit_id,
@@ -64,6 +65,7 @@ class _Pending:
     prompt_messages: int
     num_tools: int
     normalized: tuple[str, ...] = ()
+    thinking: bool | None = None
 
 
 def dataset_files(dataset: DatasetSpec, base_dir: Path) -> list[Path]:
@@ -145,6 +147,7 @@ def _plan(
         except RowError as err:
             yield Reject(name, row.index, None, err.reason, err.detail)
             continue
+        on = thinks(dataset, key)  # one mode per conversation: every turn of it alike
         for turn, prompt in select_turns(conv.messages, dataset.turns):
             sid = sample_id(name, key, turn)
             if sid in skip_ids:
@@ -161,7 +164,10 @@ def _plan(
             yield RenderJob(
                 prompt,
                 conv.tools,
-                _Pending(sid, row.index, turn, len(prompt), len(conv.tools or ()), conv.normalized),
+                _Pending(
+                    sid, row.index, turn, len(prompt), len(conv.tools or ()), conv.normalized, on
+                ),
+                mode(on),
             )
 
 
@@ -192,7 +198,6 @@ def iter_samples(
     cannot be read at all.
     """
     name = dataset.name
-    prefix = job.spec.model.generation_prefix
     rendered_count = 0
     tool_count = 0
     units = _plan(dataset, Path(base_dir), tokenizer_ctx, skip_ids, max_prompt_tokens)
@@ -213,6 +218,14 @@ def iter_samples(
         strict_prefix = rendered_count < STRICT_TOOL_SAMPLES
         rendered_count += 1
         if not rendered.prefix_ok:
+            prefix, _ = tokenizer_ctx.renderer.prefix(unit.mode)
+            if strict_prefix and unit.mode is not None:
+                raise IntegrityError(
+                    f"spec.datasets[{name}].thinking: row {p.source_index}'s prompt rendered with "
+                    f"thinking {unit.mode} does not end with {prefix!r}; this template does not "
+                    "write the mode's prefix for such conversations: remove thinking, or give "
+                    "this dataset's rows another shape"
+                )
             if strict_prefix:
                 raise IntegrityError(
                     f"model.generationPrefix: datasets[{name}] row {p.source_index}: the rendered "
@@ -252,7 +265,7 @@ def iter_samples(
             info["normalized"] = list(p.normalized)
         if rendered.tool_fallback is not None:
             info[TOOL_FALLBACK] = rendered.tool_fallback
-        yield Sample(p.id, name, p.source_index, p.turn, rendered.ids, info)
+        yield Sample(p.id, name, p.source_index, p.turn, rendered.ids, info, p.thinking)
 
 
 def sample_source(

@@ -38,6 +38,9 @@ class Sample:
     apply `normalized` (what the format's rules changed, e.g. `glaive_quoted_arguments`) and
     `tool_fallback` (why the tools were declared in a fallback form)."""
 
+    thinking: bool | None = None
+    """The thinking mode it was rendered in (`spec.datasets[].thinking`); None: not chosen."""
+
 
 @dataclass(frozen=True, slots=True)
 class Reject:
