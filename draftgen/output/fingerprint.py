@@ -37,8 +37,9 @@ FINGERPRINT_FILE = "fingerprint.json"
 # How draftgen itself turns a row into the template's conversation. Raised whenever that changes
 # what reaches the template, so an output written by an earlier draftgen is not silently resumed
 # with prompts of another shape. 2: tool-call arguments as the row wrote them, tool results
-# without a name (unless toolResultName), every reasoning key carried through.
-PROMPT_RENDERING = 2
+# without a name (unless toolResultName), every reasoning key carried through. 3: content given
+# as several text parts reaches the template as SGLang's chat endpoint hands it (content_parts.py).
+PROMPT_RENDERING = 3
 ALLOW_SPEC_CHANGE = Flag.ALLOW_SPEC_CHANGE.value
 
 
@@ -71,6 +72,8 @@ def dataset_fingerprint(job: GenerationJob, dataset: DatasetSpec) -> dict[str, A
         "draftgen.promptRendering": PROMPT_RENDERING,
     }
     # Added after outputs existed: recorded only when set, so their fingerprints stay as they were.
+    if model.template_date is not None:
+        fields["spec.model.templateDate"] = model.template_date
     if dataset.tool_result_name != "none":
         fields[f"{prefix}.toolResultName"] = dataset.tool_result_name
     if dataset.thinking is not None:  # mix: its ratio and seed, defaults written out

@@ -26,6 +26,8 @@ from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from typing import Any
 
+from draftgen.generator.prompts import template_clock
+from draftgen.generator.prompts.content_parts import flatten
 from draftgen.generator.prompts.integrity import PROBE_MESSAGES, missing_tool_names
 from draftgen.generator.prompts.thinking import Variant
 from draftgen.generator.prompts.tool_declaration import (
@@ -53,6 +55,9 @@ class RenderSettings:
     string_arguments: bool = True  # tool-call arguments as given (False: parsed into objects)
     declaration_kind: str | None = None  # the probe's tool declaration: "json" or "native"
     variants: dict[str, Variant] = field(default_factory=dict)  # thinking modes (thinking.py)
+    template_date: str | None = None  # what `strftime_now` gives (template_clock.py)
+    parallel_calls: bool = True  # False: the template renders only a turn's first tool call
+    content_format: str = "string"  # how list content reaches the template (content_parts.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +114,11 @@ class Renderer:
         )
         self._tool_sets: OrderedDict[str, ToolSetCheck | None] = OrderedDict()
         self._without_tools: str | None = None
+        if settings.template_date is not None:
+            template_clock.install(tokenizer)
 
     def _messages(self, messages: list[dict]) -> list[dict]:
+        messages = flatten(messages, self.settings.content_format)  # type: ignore[arg-type]
         return messages if self.settings.string_arguments else _as_objects(messages)
 
     def _kwargs(self, mode: str | None) -> dict[str, Any]:
@@ -122,25 +130,27 @@ class Renderer:
         )
 
     def text(self, messages: list[dict], tools: list[dict] | None, mode: str | None = None) -> str:
-        return self.tokenizer.apply_chat_template(
-            self._messages(messages),
-            tools=tools or None,
-            add_generation_prompt=True,
-            tokenize=False,
-            **self._kwargs(mode),
-        )
+        with template_clock.pinned(self.settings.template_date):
+            return self.tokenizer.apply_chat_template(
+                self._messages(messages),
+                tools=tools or None,
+                add_generation_prompt=True,
+                tokenize=False,
+                **self._kwargs(mode),
+            )
 
     def ids_direct(
         self, messages: list[dict], tools: list[dict] | None, mode: str | None = None
     ) -> list[int]:
-        out = self.tokenizer.apply_chat_template(
-            self._messages(messages),
-            tools=tools or None,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=False,
-            **self._kwargs(mode),
-        )
+        with template_clock.pinned(self.settings.template_date):
+            out = self.tokenizer.apply_chat_template(
+                self._messages(messages),
+                tools=tools or None,
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=False,
+                **self._kwargs(mode),
+            )
         return list(out)
 
     def encode(self, text: str) -> list[int]:

@@ -44,6 +44,25 @@ PROBE_CALL_MESSAGES: list[dict] = [
     },
     {"role": "tool", "tool_call_id": f"functions.{PROBE_TOOL_NAME}:0", "content": "sunny"},
 ]
+# Two calls in one turn: does the template render the second (gpt-oss's renders the first only)?
+PROBE_SECOND_CALL = "draftgen_probe_second_call"
+PROBE_PARALLEL_MESSAGES: list[dict] = [
+    *PROBE_MESSAGES,
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            PROBE_CALL_MESSAGES[1]["tool_calls"][0],
+            {
+                "id": f"functions.{PROBE_SECOND_CALL}:1",
+                "type": "function",
+                "function": {"name": PROBE_SECOND_CALL, "arguments": PROBE_ARGUMENTS},
+            },
+        ],
+    },
+    PROBE_CALL_MESSAGES[2],
+    {"role": "tool", "tool_call_id": f"functions.{PROBE_SECOND_CALL}:1", "content": "windy"},
+]
 
 
 def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -> RenderSettings:
@@ -155,6 +174,15 @@ def _probe_tools(renderer: Renderer) -> RenderSettings:
             verbatim = False
         except Exception:  # neither works: the template has no tool calls; leave them as given
             pass
+    try:
+        parallel = PROBE_SECOND_CALL in renderer.text(PROBE_PARALLEL_MESSAGES, PROBE_TOOLS)
+    except Exception:  # refuses parallel calls outright: each such prompt a template_error
+        parallel = True
     return RenderSettings(
-        **{**settings.__dict__, "declaration_kind": kind, "string_arguments": verbatim}
+        **{
+            **settings.__dict__,
+            "declaration_kind": kind,
+            "string_arguments": verbatim,
+            "parallel_calls": parallel,
+        }
     )

@@ -152,6 +152,20 @@ def _plan(
             sid = sample_id(name, key, turn)
             if sid in skip_ids:
                 continue
+            if (
+                not ctx.settings.parallel_calls
+                and (calls := max((len(m.get("tool_calls") or ()) for m in prompt), default=0)) > 1
+            ):
+                yield Reject(
+                    name,
+                    row.index,
+                    sid,
+                    "parallel_tool_calls",
+                    f"an assistant turn of the prompt makes {calls} tool calls at once, and the "
+                    "chat template renders only the first (and names every result after it), "
+                    "so the prompt would not say what happened",
+                )
+                continue
             if not has_question(prompt):
                 yield Reject(
                     name,

@@ -26,6 +26,7 @@ from typing import Any
 
 from draftgen.generator.prompts.chat_template import Rendered, Renderer, RenderSettings
 from draftgen.generator.prompts.chat_template_probe import probe_settings
+from draftgen.generator.prompts.content_parts import content_format
 from draftgen.generator.prompts.integrity import check_special_tokens, tokenizer_fingerprint
 from draftgen.generator.prompts.thinking import variants
 from draftgen.generator.prompts.tokenizer import (
@@ -294,11 +295,17 @@ def _template_text(tokenizer: Any) -> str | None:
 
 
 def open_tokenizer(
-    job: GenerationJob, base_dir: Path, *, workers: int | None = None
+    job: GenerationJob,
+    base_dir: Path,
+    *,
+    workers: int | None = None,
+    template_date: str | None = None,
 ) -> TokenizerContext:
     """Load the tokenizer, refuse to start on an integrity failure, start the worker pool.
 
     `workers` overrides `spec.generator.tokenizer_workers`; 0 renders in this process.
+    `template_date` is the date the template sees (`template_clock.job_date`); default
+    `spec.model.templateDate`, else the clock's.
     """
     model = job.spec.model
     location = resolve_tokenizer_location(model.tokenizer_location, base_dir)
@@ -319,6 +326,8 @@ def open_tokenizer(
             name: replace(v, prefix_ids=tuple(tokenizer.encode(v.prefix, **encode_kwargs)))
             for name, v in variants(job, _template_text(tokenizer)).items()
         },
+        template_date=template_date or model.template_date,
+        content_format=content_format(_template_text(tokenizer)),
     )
     if _needs_template(job):
         settings = probe_settings(
