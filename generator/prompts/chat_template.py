@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draftgen.generator.prompts import template_clock
-from draftgen.generator.prompts.content_parts import flatten
+from draftgen.generator.prompts.content_parts import ContentFormat, flatten
 from draftgen.generator.prompts.integrity import PROBE_MESSAGES, missing_tool_names
 from draftgen.generator.prompts.thinking import Variant
 from draftgen.generator.prompts.tool_declaration import (
@@ -57,7 +57,9 @@ class RenderSettings:
     variants: dict[str, Variant] = field(default_factory=dict)  # thinking modes (thinking.py)
     template_date: str | None = None  # what `strftime_now` gives (template_clock.py)
     parallel_calls: bool = True  # False: the template renders only a turn's first tool call
-    content_format: str = "string"  # how list content reaches the template (content_parts.py)
+    content_format: ContentFormat = (
+        "string"  # how list content reaches the template (content_parts.py)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +120,7 @@ class Renderer:
             template_clock.install(tokenizer)
 
     def _messages(self, messages: list[dict]) -> list[dict]:
-        messages = flatten(messages, self.settings.content_format)  # type: ignore[arg-type]
+        messages = flatten(messages, self.settings.content_format)
         return messages if self.settings.string_arguments else _as_objects(messages)
 
     def _kwargs(self, mode: str | None) -> dict[str, Any]:

@@ -134,18 +134,21 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
 def _probe_variants(renderer: Renderer) -> None:
     """Each thinking mode's probe prompt ends with the prefix its family documents
     (thinking.py); a template that writes something else is not the family's published one."""
-    for mode in renderer.settings.variants:
+    for mode, variant in renderer.settings.variants.items():
         rendered = renderer.render(PROBE_MESSAGES, None, mode)
-        if rendered.error is not None or not rendered.prefix_ok:
-            ids = rendered.ids or []
-            prefix, _ = renderer.prefix(mode)
-            raise IntegrityError(
-                f"spec.datasets[].thinking: with thinking {mode} "
-                f"({renderer.settings.variants[mode].kwargs}) the chat template's probe prompt "
-                f"{'fails: ' + rendered.error if rendered.error else 'ends with ' + repr(renderer.decode(ids[-8:]))}"
-                f", not {prefix!r} as the family's published template does; remove thinking and "
-                "set model.chatTemplateKwargs and model.generationPrefix for this template yourself"
-            )
+        if rendered.error is None and rendered.prefix_ok:
+            continue
+        shown = (
+            f"fails ({rendered.error})"
+            if rendered.error is not None
+            else f"ends with {renderer.decode((rendered.ids or [])[-8:])!r}"
+        )
+        raise IntegrityError(
+            f"{variant.field}: with thinking {mode} ({variant.kwargs}) the chat template's probe "
+            f"prompt {shown}, not {variant.prefix!r} as the family's published template writes; "
+            "remove thinking and set model.chatTemplateKwargs and model.generationPrefix for "
+            "this template yourself"
+        )
 
 
 def _probe_tools(renderer: Renderer) -> RenderSettings:

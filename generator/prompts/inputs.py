@@ -101,6 +101,7 @@ def _plan(
     seen: set[int] = set()  # 8-byte hashes of the keys taken so far
     repeats: dict[int, int] = {}  # copies seen of rows repeated verbatim
     bad: dict[str, int] = {}  # copies seen of each unreadable line
+    parallel_ok = ctx is None or ctx.settings.parallel_calls  # the template renders every call
     for row in select_rows(dataset_files(dataset, base_dir), dataset.selection):
         if row.error is not None:
             yield Reject(name, row.index, _unreadable_id(name, row.digest, bad), *row.error)
@@ -153,7 +154,7 @@ def _plan(
             if sid in skip_ids:
                 continue
             if (
-                not ctx.settings.parallel_calls
+                not parallel_ok
                 and (calls := max((len(m.get("tool_calls") or ()) for m in prompt), default=0)) > 1
             ):
                 yield Reject(

@@ -60,6 +60,7 @@ class Variant:
     kwargs: dict[str, Any]
     prefix: str
     prefix_ids: tuple[int, ...] = ()
+    field: str = "spec.datasets[].thinking"  # the field that asked for it, for errors
 
 
 def detect_switch(template: str | None) -> Switch | None:
@@ -109,10 +110,10 @@ def variants(job: GenerationJob, template: str | None) -> dict[str, Variant]:
                 f"thinking-off setting, and {_field(users[0])} asks for thinking on; set "
                 f"{switch.key} to the effort thinking on should use, or remove it"
             )
-    base = dict(model.chat_template_kwargs)
+    base, field = dict(model.chat_template_kwargs), _field(users[0])
     return {
-        "on": Variant({**base, switch.key: on}, switch.prefix_on),
-        "off": Variant({**base, switch.key: switch.off}, switch.prefix_off),
+        "on": Variant({**base, switch.key: on}, switch.prefix_on, field=field),
+        "off": Variant({**base, switch.key: switch.off}, switch.prefix_off, field=field),
     }
 
 

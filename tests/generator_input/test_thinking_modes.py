@@ -138,7 +138,9 @@ def test_a_template_that_writes_another_prefix_is_refused_at_start(kimi_like_dir
     write_jsonl(tmp_path / "rows.jsonl", [rows(STRING_ARGS)["plain"]])
     ds = {"name": "ds", "source": "rows.jsonl", "format": "messages", "thinking": "off"}
     job = make_job(kimi_like_dir, [ds], generationPrefix=None)
-    with pytest.raises(IntegrityError, match=r"thinking off.*'<think></think>'"):
+    with pytest.raises(
+        IntegrityError, match=r"datasets\[ds\]\.thinking: with thinking off.*'<think></think>'"
+    ):
         run(job, tmp_path)
 
 
