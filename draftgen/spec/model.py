@@ -60,9 +60,10 @@ class ModelSpec(SpecModel):
 
     template_date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
     """The date (`YYYY-MM-DD`) the chat template's `strftime_now` gives while prompts are
-    rendered: gpt-oss's `Current date:` line, for example. Default: the day (UTC) the job's
-    output was first generated into, recorded in the job manifest (`template_date`) so a resumed
-    job renders the prompts it started with; a template that reads no date is unaffected."""
+    rendered: gpt-oss's `Current date:` line, for example. Default: the job's creation day (in a
+    cluster its `metadata.creationTimestamp`; run locally, the day its output was first
+    generated into), recorded in the job manifest (`template_date`) so a resumed job renders the
+    prompts it started with; a template that reads no date is unaffected."""
 
     revision: str | None = Field(default=None, min_length=1, max_length=255)
     """Hub revision (commit hash, branch or tag) of `hf://` weights: in a cluster the model

@@ -4,7 +4,8 @@ Templates may call `strftime_now` (transformers gives them `datetime.now().strft
 prints `Current date: YYYY-MM-DD` into every prompt, so a job resumed on another day would make
 other prompts for the same rows. Every prompt of a job is therefore rendered with one date:
 `spec.model.templateDate`, else the one recorded in the output's job manifest (`template_date`)
-by the run that started it, else (that first run) the day in UTC, which the run records.
+by the run that started it, else (that first run) the job's creation day (a cluster's
+`metadata.creationTimestamp`; run locally, the day in UTC), which the run records.
 
 transformers compiles each template once per process (and caches it); `install` points the
 compiled template's own `strftime_now` at `strftime_now` below, which formats the date of the
@@ -77,7 +78,9 @@ def job_date(
     job: GenerationJob, output: Path, today: Callable[[], date] = lambda: datetime.now(UTC).date()
 ) -> str:
     """The job's template date: `spec.model.templateDate`, else the one its output recorded,
-    else `today()` (the first run's, which it records in the job manifest)."""
+    else the day of the job's `metadata.creationTimestamp` (in a cluster: the operator writes it
+    into the generator's job document), else `today()`; the run records it in the job
+    manifest."""
     if job.spec.model.template_date is not None:
         return job.spec.model.template_date
     try:
@@ -87,6 +90,12 @@ def job_date(
     if isinstance(recorded, dict) and isinstance(recorded.get(MANIFEST_KEY), str):
         try:
             return date.fromisoformat(recorded[MANIFEST_KEY]).isoformat()
+        except ValueError:
+            pass
+    created = (job.metadata.model_extra or {}).get("creationTimestamp")
+    if isinstance(created, str):
+        try:
+            return datetime.fromisoformat(created.replace("Z", "+00:00")).date().isoformat()
         except ValueError:
             pass
     return today().isoformat()
