@@ -116,8 +116,10 @@ class Renderer:
         )
         self._tool_sets: OrderedDict[str, ToolSetCheck | None] = OrderedDict()
         self._without_tools: str | None = None
-        if settings.template_date is not None:
-            template_clock.install(tokenizer)
+        self._dated = (
+            template_clock.dated_templates(tokenizer) if settings.template_date is not None else ()
+        )
+        template_clock.install(self._dated)  # refuses now if the date cannot be pinned
 
     def _messages(self, messages: list[dict]) -> list[dict]:
         messages = flatten(messages, self.settings.content_format)
@@ -132,6 +134,7 @@ class Renderer:
         )
 
     def text(self, messages: list[dict], tools: list[dict] | None, mode: str | None = None) -> str:
+        template_clock.install(self._dated)
         with template_clock.pinned(self.settings.template_date):
             return self.tokenizer.apply_chat_template(
                 self._messages(messages),
@@ -144,6 +147,7 @@ class Renderer:
     def ids_direct(
         self, messages: list[dict], tools: list[dict] | None, mode: str | None = None
     ) -> list[int]:
+        template_clock.install(self._dated)
         with template_clock.pinned(self.settings.template_date):
             out = self.tokenizer.apply_chat_template(
                 self._messages(messages),

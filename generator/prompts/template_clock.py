@@ -57,15 +57,22 @@ def _templates(tokenizer: Any) -> list[str]:
     return [template] if isinstance(template, str) else []
 
 
-def install(tokenizer: Any) -> None:
-    """Give each of the tokenizer's templates that reads the date `strftime_now` above."""
-    for template in _templates(tokenizer):
-        if "strftime_now" not in template:
-            continue
+def dated_templates(tokenizer: Any) -> tuple[str, ...]:
+    """The tokenizer's templates that read the date."""
+    return tuple(t for t in _templates(tokenizer) if "strftime_now" in t)
+
+
+def install(templates: tuple[str, ...]) -> None:
+    """Give each template `strftime_now` above. Cheap, and called before every pinned render:
+    transformers' cache of compiled templates is bounded, and a template compiled again after
+    being evicted would have the clock's `strftime_now` back."""
+    for template in templates:
         try:
             from transformers.utils.chat_template_utils import _compile_jinja_template
 
-            _compile_jinja_template(template).globals["strftime_now"] = strftime_now
+            compiled = _compile_jinja_template(template)
+            if compiled.globals.get("strftime_now") is not strftime_now:
+                compiled.globals["strftime_now"] = strftime_now
         except (ImportError, AttributeError) as err:
             raise IntegrityError(
                 "model.templateDate: the chat template prints the date (strftime_now), and this "

@@ -131,3 +131,18 @@ def test_a_date_that_is_not_one_is_refused_naming_the_field(family_tokenizer_dir
         example_job(
             "gpt-oss.yaml", family_tokenizer_dir("gpt-oss"), [ds], templateDate="2025-02-30"
         )
+
+
+def test_the_pin_survives_transformers_recompiling_the_template(family_tokenizer_dir, tmp_path):
+    """transformers' cache of compiled templates is bounded: a template compiled again (here:
+    the cache cleared between two renders of one renderer) still gets the pinned date."""
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    ds = {"name": "ds", "source": "rows.jsonl", "format": "messages"}
+    job = example_job("gpt-oss.yaml", family_tokenizer_dir("gpt-oss"), [ds])
+    messages = rows(STRING_ARGS)["plain"]["messages"]
+    with open_tokenizer(job, tmp_path, workers=0, template_date="2024-02-29") as ctx:
+        first = ctx.renderer.text(messages, None)
+        _compile_jinja_template.cache_clear()
+        assert ctx.renderer.text(messages, None) == first
+    assert "Current date: 2024-02-29\n" in first
