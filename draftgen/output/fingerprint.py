@@ -79,6 +79,10 @@ def dataset_fingerprint(job: GenerationJob, dataset: DatasetSpec) -> dict[str, A
     if dataset.thinking is not None:  # mix: its ratio and seed, defaults written out
         mix = (dataset.thinking_mix or ThinkingMix()).to_wire() if dataset.thinking == "mix" else {}
         fields[f"{prefix}.thinking"] = {"mode": dataset.thinking, **mix}
+    if dataset.history != "dataset":
+        fields[f"{prefix}.history"] = dataset.history
+    if dataset.split is not None:
+        fields[f"{prefix}.split"] = dataset.split
     # The sampling the dataset really uses (the job's, with the dataset's overrides applied).
     for key in sorted(sampling):
         fields[f"{prefix}.sampling.{key}"] = sampling[key]

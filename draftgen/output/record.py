@@ -70,6 +70,11 @@ class Meta:
     """The server's data-parallel rank the request was pinned to (servers with several ranks)."""
     thinking: bool | None = optional()
     """The prompt's thinking mode (`spec.datasets[].thinking`: true on, false off)."""
+    chain: dict[str, Any] | None = optional()  # noqa: RUF009
+    """`history: regenerated`: the chain this turn belongs to, `{"id": "<dataset>/<row key>",
+    "turns": assistant turns the conversation asks for}`."""
+    chain_end: str | None = optional()
+    """On a chain's last record: why the chain ended there (docs/output-format.md)."""
     read_from: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     """The object this was read from (not a field of the file): written back unchanged, keys
     this version does not know included."""
@@ -101,6 +106,8 @@ class Meta:
             sample=sample if isinstance(sample, dict) else None,
             dp_rank=_int(data.get("dp_rank")),
             thinking=data["thinking"] if type(data.get("thinking")) is bool else None,
+            chain=data.get("chain") if isinstance(data.get("chain"), dict) else None,
+            chain_end=data.get("chain_end") if isinstance(data.get("chain_end"), str) else None,
             read_from=data,
         )
 

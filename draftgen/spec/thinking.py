@@ -23,8 +23,17 @@ class ThinkingMix(SpecModel):
     """Seed of the per-conversation choice; another seed gives another split at the same ratio."""
 
 
-def check_thinking(fmt: str, thinking: ThinkingMode | None, mix: ThinkingMix | None) -> None:
-    """`thinkingMix` belongs to `thinking: mix` only; pretokenized prompts are never rendered."""
+def check_thinking(
+    fmt: str, thinking: ThinkingMode | None, mix: ThinkingMix | None, history: str = "dataset"
+) -> None:
+    """`thinkingMix` belongs to `thinking: mix` only; pretokenized prompts are never rendered;
+    chains (`history: regenerated`) do not take a thinking mode yet."""
+    if thinking is not None and history != "dataset":
+        raise ValueError(
+            "thinking: chains (history: regenerated) render their turns with the job's "
+            "model.chatTemplateKwargs only, not yet with a per-dataset thinking mode; remove "
+            "thinking (and set the switch in model.chatTemplateKwargs), or use history: dataset"
+        )
     if thinking is not None and fmt == "pretokenized":
         raise ValueError(
             "thinking: a pretokenized dataset's prompts are sent exactly as they are, so no "

@@ -40,6 +40,8 @@ class Sample:
 
     thinking: bool | None = None
     """The thinking mode it was rendered in (`spec.datasets[].thinking`); None: not chosen."""
+    chain: Any = None
+    """`history: regenerated`: the chain at this turn (`chains.ChainState`), else None."""
 
 
 @dataclass(frozen=True, slots=True)
