@@ -148,6 +148,9 @@ def test_spec_rules():
     base = {"name": "d", "source": "x.jsonl", "format": "messages"}
     with pytest.raises(ValueError, match="thinkingMix applies to thinking: mix only"):
         DatasetSpec.model_validate({**base, "thinking": "on", "thinkingMix": {"ratio": 0.2}})
+    with pytest.raises(ValueError, match=r"chains \(history: regenerated\)"):
+        chained = {"turns": "all", "history": "regenerated", "thinking": "on"}
+        DatasetSpec.model_validate({**base, **chained})
     with pytest.raises(ValueError, match="pretokenized"):
         DatasetSpec.model_validate({**base, "format": "pretokenized", "thinking": "off"})
     with pytest.raises(ValueError):
