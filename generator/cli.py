@@ -153,9 +153,11 @@ def _start_server(job, command: list[str], output: Path, cpu: bool):
 def _generate(args, job, base_dir: Path, output: Path, live: bool, server) -> int:
     from draftgen.errors import DraftgenError
     from draftgen.generator.arguments import ArgumentProblem, write_problem
+    from draftgen.generator.prompts.template_clock import job_date
     from draftgen.generator.run import Runner, Settings
 
     log = logging.getLogger("draftgen.generate")
+    template_date = job_date(job, output)
     settings = Settings(
         servers=args.servers,
         output=output,
@@ -166,13 +168,14 @@ def _generate(args, job, base_dir: Path, output: Path, live: bool, server) -> in
         allow_spec_change=args.allow_spec_change,
         generationjob=args.generationjob,
         namespace=args.namespace,
+        template_date=template_date,
     )
     from draftgen.generator.prompts.input_preflight import InputsRefused, check_inputs, problems
     from draftgen.generator.prompts.inputs import sample_source
     from draftgen.generator.prompts.pretokenize import open_tokenizer
 
     try:
-        with open_tokenizer(job, base_dir) as ctx:
+        with open_tokenizer(job, base_dir, template_date=template_date) as ctx:
 
             def check(datasets: list) -> None:
                 # The preflight of the datasets still to do, before any server is waited for:

@@ -65,6 +65,7 @@ def generation_record(
             attempts=attempts,
             created_at=time.time(),
             sample=sample.info or None,
+            thinking=sample.thinking,
         ),
     )
 
@@ -92,6 +93,7 @@ def write_manifests(
     datasets: Sequence[DatasetOutput],
     rate: float,
     metrics: GeneratorMetrics,
+    template_date: str | None = None,
 ) -> None:
     """Rewrite every dataset's manifest and the job's, and set the throughput, ETA and done
     gauges from the same figures."""
@@ -119,5 +121,6 @@ def write_manifests(
         eta_seconds=None if eta is None else round(eta, 1),
         updated_at=rfc3339(),
         done=done,
+        template_date=template_date,
     )
     atomic_write_json(layout.job_manifest(output), job_manifest.to_json())

@@ -375,7 +375,12 @@ class Runner:
 
     def _write_manifests(self) -> None:
         write_manifests(
-            self.settings.output, self.job, self.datasets, self.rate.rate(), self.metrics
+            self.settings.output,
+            self.job,
+            self.datasets,
+            self.rate.rate(),
+            self.metrics,
+            self.settings.template_date,
         )
 
     def _check_exhausted(self) -> None:

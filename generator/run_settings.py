@@ -46,3 +46,5 @@ class Settings:
     """The `generationjob` label of every metric series (None: the job's metadata.name)."""
     namespace: str | None = None
     """The `namespace` label of every metric series (None: the job's metadata.namespace)."""
+    template_date: str | None = None
+    """The date the prompts were rendered with, recorded in the job manifest (template_clock)."""

@@ -30,6 +30,11 @@ class JobRef:
         return self.body["metadata"].get("uid")
 
     @property
+    def created(self) -> str | None:
+        """`metadata.creationTimestamp` (RFC 3339), set by the API server."""
+        return self.body["metadata"].get("creationTimestamp")
+
+    @property
     def spec(self) -> dict[str, Any]:
         return dict(self.body.get("spec") or {})
 

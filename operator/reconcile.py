@@ -200,7 +200,9 @@ class Reconciler:
         if status.phase != "Succeeded":
             return False
         job = self.children.generator_job(ref)
-        document = render_generator.job_document(ref.name, ref.namespace, ref.spec)
+        document = render_generator.job_document(
+            ref.name, ref.namespace, ref.spec, created=ref.created
+        )
         if not decisions.ran_this_document(job, render_generator.config_hash(document)):
             return False
         decisions.confirm_complete(status, gen, now)
@@ -264,7 +266,9 @@ class Reconciler:
         gen = ref.generation
         job = self.children.generator_job(ref)
         # Name, namespace and spec only: a label edit must not restart the generator.
-        document = render_generator.job_document(ref.name, ref.namespace, ref.spec)
+        document = render_generator.job_document(
+            ref.name, ref.namespace, ref.spec, created=ref.created
+        )
         digest = render_generator.config_hash(document)
         if job is not None and decisions.generator_ended(job, digest):
             # The generator already ended with this spec: decide from it without bringing the

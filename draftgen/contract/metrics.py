@@ -57,6 +57,7 @@ class RejectReason(enum.StrEnum):
     MISSING_GENERATION_PREFIX = "missing_generation_prefix"
     TEMPLATE_ERROR = "template_error"
     TOOL_FALLBACK = "tool_fallback"
+    PARALLEL_TOOL_CALLS = "parallel_tool_calls"
     PROMPT_TOO_LONG = "prompt_too_long"
     REQUEST_FAILED = "request_failed"
 

@@ -27,6 +27,7 @@ from draftgen.contract.generator_cli import ExitCode, Flag
 from draftgen.errors import RunError
 from draftgen.output.writer import atomic_write_json
 from draftgen.spec import DatasetSpec, GenerationJob
+from draftgen.spec.thinking import ThinkingMix
 
 __all__ = ["FINGERPRINT_FILE", "SpecChanged", "check_fingerprint", "dataset_fingerprint"]
 
@@ -36,8 +37,9 @@ FINGERPRINT_FILE = "fingerprint.json"
 # How draftgen itself turns a row into the template's conversation. Raised whenever that changes
 # what reaches the template, so an output written by an earlier draftgen is not silently resumed
 # with prompts of another shape. 2: tool-call arguments as the row wrote them, tool results
-# without a name (unless toolResultName), every reasoning key carried through.
-PROMPT_RENDERING = 2
+# without a name (unless toolResultName), every reasoning key carried through. 3: content given
+# as several text parts reaches the template as SGLang's chat endpoint hands it (content_parts.py).
+PROMPT_RENDERING = 3
 ALLOW_SPEC_CHANGE = Flag.ALLOW_SPEC_CHANGE.value
 
 
@@ -70,8 +72,13 @@ def dataset_fingerprint(job: GenerationJob, dataset: DatasetSpec) -> dict[str, A
         "draftgen.promptRendering": PROMPT_RENDERING,
     }
     # Added after outputs existed: recorded only when set, so their fingerprints stay as they were.
+    if model.template_date is not None:
+        fields["spec.model.templateDate"] = model.template_date
     if dataset.tool_result_name != "none":
         fields[f"{prefix}.toolResultName"] = dataset.tool_result_name
+    if dataset.thinking is not None:  # mix: its ratio and seed, defaults written out
+        mix = (dataset.thinking_mix or ThinkingMix()).to_wire() if dataset.thinking == "mix" else {}
+        fields[f"{prefix}.thinking"] = {"mode": dataset.thinking, **mix}
     if dataset.history != "dataset":
         fields[f"{prefix}.history"] = dataset.history
     if dataset.split is not None:

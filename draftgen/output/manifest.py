@@ -179,6 +179,8 @@ class JobManifest:
     updated_at: str
     """RFC 3339, UTC."""
     done: bool
+    template_date: str | None = None
+    """The date the chat template saw (`spec.model.templateDate`, template_clock.py)."""
 
     def to_json(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in _JOB_FIELDS}
@@ -209,6 +211,7 @@ class JobManifest:
             eta_seconds=eta,
             updated_at=_str(data.get("updated_at")),
             done=data.get("done") is True,
+            template_date=day if isinstance(day := data.get("template_date"), str) else None,
         )
 
 

@@ -68,6 +68,8 @@ class Meta:
     """Facts from the input side (`num_tools`, `prompt_messages`, `normalized`, `tool_fallback`)."""
     dp_rank: int | None = optional()
     """The server's data-parallel rank the request was pinned to (servers with several ranks)."""
+    thinking: bool | None = optional()
+    """The prompt's thinking mode (`spec.datasets[].thinking`: true on, false off)."""
     chain: dict[str, Any] | None = optional()  # noqa: RUF009
     """`history: regenerated`: the chain this turn belongs to, `{"id": "<dataset>/<row key>",
     "turns": assistant turns the conversation asks for}`."""
@@ -103,6 +105,7 @@ class Meta:
             created_at=_float(at),
             sample=sample if isinstance(sample, dict) else None,
             dp_rank=_int(data.get("dp_rank")),
+            thinking=data["thinking"] if type(data.get("thinking")) is bool else None,
             chain=data.get("chain") if isinstance(data.get("chain"), dict) else None,
             chain_end=data.get("chain_end") if isinstance(data.get("chain_end"), str) else None,
             read_from=data,

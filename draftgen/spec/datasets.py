@@ -12,6 +12,7 @@ from .base import SpecModel
 from .planning import ExpectedLengths
 from .quantity import Quantity
 from .sampling import SamplingOverrides
+from .thinking import ThinkingMix, ThinkingMode, check_thinking
 
 ROW_FIELDS = (
     "id", "prompt", "system", "messages", "conversations", "tools", "chat", "input_ids",
@@ -118,6 +119,16 @@ class DatasetSpec(SpecModel):
     JSON and only prints a warning): `keep` sends it and records the fallback in `meta.sample`
     and the manifest, `reject` records a `tool_fallback` reject instead."""
 
+    thinking: ThinkingMode | None = None
+    """Reasoning before the answer: `on`, `off`, or `mix` (per conversation, see `thinkingMix`),
+    through the model family's own switch (Kimi-K2.5 and DeepSeek-V3.1 `thinking`, Qwen3
+    `enable_thinking`, gpt-oss `reasoning_effort`) and with its generation prefix; it overrides
+    that switch in `model.chatTemplateKwargs` and `model.generationPrefix` for this dataset.
+    Unset: the job's `chatTemplateKwargs` and `generationPrefix` as they are (docs/models.md)."""
+
+    thinking_mix: ThinkingMix | None = None
+    """With `thinking: mix`: the share of conversations with thinking on, and the seed."""
+
     sampling: SamplingOverrides | None = None
     """Changes to `spec.sampling` for this dataset."""
 
@@ -165,6 +176,7 @@ class DatasetSpec(SpecModel):
                 f"turns: `all` needs conversations, but format {self.format} has a single prompt "
                 "per row; use turns: last"
             )
+        check_thinking(self.format, self.thinking, self.thinking_mix, self.history)
         if self.history == "regenerated" and self.turns != "all":
             raise ValueError(
                 "history: `regenerated` chains every assistant turn of a conversation, but turns "

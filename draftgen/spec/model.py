@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from pydantic import Field, StrictBool, field_validator, model_validator
@@ -57,6 +58,13 @@ class ModelSpec(SpecModel):
     generation_prefix: str | None = None
     """Text every rendered prompt must end with (Kimi-K2.5's thinking mode ends with `<think>`)."""
 
+    template_date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    """The date (`YYYY-MM-DD`) the chat template's `strftime_now` gives while prompts are
+    rendered: gpt-oss's `Current date:` line, for example. Default: the job's creation day (in a
+    cluster its `metadata.creationTimestamp`; run locally, the day its output was first
+    generated into), recorded in the job manifest (`template_date`) so a resumed job renders the
+    prompts it started with; a template that reads no date is unaffected."""
+
     revision: str | None = Field(default=None, min_length=1, max_length=255)
     """Hub revision (commit hash, branch or tag) of `hf://` weights: in a cluster the model
     download Job fetches exactly this revision into `volume` and records the commit it resolved
@@ -82,6 +90,16 @@ class ModelSpec(SpecModel):
                 f"{value!r}: write the revision as model.revision: {location.revision} and the "
                 f"weights as hf://{location.repo_id}"
             )
+        return value
+
+    @field_validator("template_date")
+    @classmethod
+    def _date(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                date.fromisoformat(value)
+            except ValueError:
+                raise ValueError(f"{value!r} is not a date; write it as YYYY-MM-DD") from None
         return value
 
     @model_validator(mode="after")

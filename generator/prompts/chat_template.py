@@ -26,7 +26,10 @@ from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from typing import Any
 
+from draftgen.generator.prompts import template_clock
+from draftgen.generator.prompts.content_parts import ContentFormat, flatten
 from draftgen.generator.prompts.integrity import PROBE_MESSAGES, missing_tool_names
+from draftgen.generator.prompts.thinking import Variant
 from draftgen.generator.prompts.tool_declaration import (
     ToolSetCheck,
     declared_part,
@@ -51,6 +54,12 @@ class RenderSettings:
     batch_encode: bool = False  # ... a batch at a time with `encode_batch_fast` (checked identical)
     string_arguments: bool = True  # tool-call arguments as given (False: parsed into objects)
     declaration_kind: str | None = None  # the probe's tool declaration: "json" or "native"
+    variants: dict[str, Variant] = field(default_factory=dict)  # thinking modes (thinking.py)
+    template_date: str | None = None  # what `strftime_now` gives (template_clock.py)
+    parallel_calls: bool = True  # False: the template renders only a turn's first tool call
+    content_format: ContentFormat = (
+        "string"  # how list content reaches the template (content_parts.py)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,28 +116,47 @@ class Renderer:
         )
         self._tool_sets: OrderedDict[str, ToolSetCheck | None] = OrderedDict()
         self._without_tools: str | None = None
+        self._dated = (
+            template_clock.dated_templates(tokenizer) if settings.template_date is not None else ()
+        )
+        template_clock.install(self._dated)  # refuses now if the date cannot be pinned
 
     def _messages(self, messages: list[dict]) -> list[dict]:
+        messages = flatten(messages, self.settings.content_format)
         return messages if self.settings.string_arguments else _as_objects(messages)
 
-    def text(self, messages: list[dict], tools: list[dict] | None) -> str:
-        return self.tokenizer.apply_chat_template(
-            self._messages(messages),
-            tools=tools or None,
-            add_generation_prompt=True,
-            tokenize=False,
-            **self.settings.chat_template_kwargs,
+    def _kwargs(self, mode: str | None) -> dict[str, Any]:
+        """The template's keyword arguments: the job's, or a thinking mode's."""
+        return (
+            self.settings.chat_template_kwargs
+            if mode is None
+            else self.settings.variants[mode].kwargs
         )
 
-    def ids_direct(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
-        out = self.tokenizer.apply_chat_template(
-            self._messages(messages),
-            tools=tools or None,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=False,
-            **self.settings.chat_template_kwargs,
-        )
+    def text(self, messages: list[dict], tools: list[dict] | None, mode: str | None = None) -> str:
+        template_clock.install(self._dated)
+        with template_clock.pinned(self.settings.template_date):
+            return self.tokenizer.apply_chat_template(
+                self._messages(messages),
+                tools=tools or None,
+                add_generation_prompt=True,
+                tokenize=False,
+                **self._kwargs(mode),
+            )
+
+    def ids_direct(
+        self, messages: list[dict], tools: list[dict] | None, mode: str | None = None
+    ) -> list[int]:
+        template_clock.install(self._dated)
+        with template_clock.pinned(self.settings.template_date):
+            out = self.tokenizer.apply_chat_template(
+                self._messages(messages),
+                tools=tools or None,
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=False,
+                **self._kwargs(mode),
+            )
         return list(out)
 
     def encode(self, text: str) -> list[int]:
@@ -142,14 +170,16 @@ class Renderer:
             return [e.ids for e in self._encode_batch(texts, add_special_tokens=self._add_special)]
         return [self.encode(t) for t in texts]
 
-    def text_capturing(self, messages: list[dict], tools: list[dict] | None) -> tuple[str, str]:
+    def text_capturing(
+        self, messages: list[dict], tools: list[dict] | None, mode: str | None = None
+    ) -> tuple[str, str]:
         """`text`, and what the tokenizer printed to stdout meanwhile (only tools make Kimi's
         tokenizer print; without tools stdout is left alone)."""
         if not tools:
-            return self.text(messages, tools), ""
+            return self.text(messages, tools, mode), ""
         buf = io.StringIO()
         with redirect_stdout(buf):
-            text = self.text(messages, tools)
+            text = self.text(messages, tools, mode)
         return text, buf.getvalue()
 
     def tool_set(self, tools: list[dict]) -> ToolSetCheck | None:
@@ -183,19 +213,23 @@ class Renderer:
             return self._backend.decode(ids, skip_special_tokens=False)
         return self.tokenizer.decode(ids, skip_special_tokens=False)
 
-    def render(self, messages: list[dict], tools: list[dict] | None) -> Rendered:
-        return self.render_many([(messages, tools)])[0]
+    def render(
+        self, messages: list[dict], tools: list[dict] | None, mode: str | None = None
+    ) -> Rendered:
+        return self.render_many([(messages, tools, mode)])[0]
 
-    def render_many(self, jobs: list[tuple[list[dict], list[dict] | None]]) -> list[Rendered]:
-        """Render each `(messages, tools)`; the texts are encoded together (see the module
-        docstring). A prompt the template refuses fails alone."""
+    def render_many(self, jobs: list[tuple]) -> list[Rendered]:
+        """Render each `(messages, tools)`, or `(messages, tools, mode)` for a thinking mode;
+        the texts are encoded together (see the module docstring). A prompt the template
+        refuses fails alone."""
+        modes = [job[2] if len(job) > 2 else None for job in jobs]
         if self.settings.route != "text":
-            return [self._direct(messages, tools) for messages, tools in jobs]
+            return [self._direct(job[0], job[1], m) for job, m in zip(jobs, modes)]
         texts: list[str | BaseException] = []
         printed: list[str] = []
-        for messages, tools in jobs:
+        for (messages, tools, *_), m in zip(jobs, modes):
             try:
-                rendered, said = self.text_capturing(messages, tools)
+                rendered, said = self.text_capturing(messages, tools, m)
                 texts.append(rendered)
                 printed.append(said)
             except Exception as err:  # jinja's raise_exception, TypeError on odd content, ...
@@ -208,14 +242,14 @@ class Renderer:
         except Exception:  # one text the tokenizer refuses: find it, the others go on
             encoded = iter([self._encode_or_error(t) for t in ok])
         out = []
-        for (_messages, tools), text, stdout in zip(jobs, texts, printed):
+        for (_messages, tools, *_), m, text, stdout in zip(jobs, modes, texts, printed):
             ids: list[int] | BaseException = (
                 text if isinstance(text, BaseException) else next(encoded)
             )
             if isinstance(ids, BaseException):
                 out.append(Rendered(None, f"{type(ids).__name__}: {ids}"))
             else:
-                out.append(self._checked(text, ids, tools, stdout))  # type: ignore[arg-type]
+                out.append(self._checked(text, ids, tools, stdout, m))  # type: ignore[arg-type]
         return out
 
     def _encode_or_error(self, text: str) -> list[int] | BaseException:
@@ -224,27 +258,41 @@ class Renderer:
         except Exception as err:
             return err
 
-    def _direct(self, messages: list[dict], tools: list[dict] | None) -> Rendered:
+    def _direct(
+        self, messages: list[dict], tools: list[dict] | None, mode: str | None = None
+    ) -> Rendered:
         buf = io.StringIO()
         try:
             with redirect_stdout(buf):
-                ids = self.ids_direct(messages, tools)
+                ids = self.ids_direct(messages, tools, mode)
         except Exception as err:
             return Rendered(None, f"{type(err).__name__}: {err}")
-        return self._checked(None, ids, tools, buf.getvalue() if tools else "")
+        return self._checked(None, ids, tools, buf.getvalue() if tools else "", mode)
+
+    def prefix(self, mode: str | None) -> tuple[str | None, tuple[int, ...]]:
+        """The text (and its ids) every prompt must end with: the job's, or a mode's."""
+        if mode is None:
+            return self.settings.generation_prefix, self.settings.prefix_ids
+        variant = self.settings.variants[mode]
+        return variant.prefix, variant.prefix_ids
 
     def _checked(
-        self, text: str | None, ids: list[int], tools: list[dict] | None, printed: str = ""
+        self,
+        text: str | None,
+        ids: list[int],
+        tools: list[dict] | None,
+        printed: str = "",
+        mode: str | None = None,
     ) -> Rendered:
         """The per-sample checks: generation prefix (text and ids), tools in the prompt (names
         searched in the text; only the `ids` route decodes), tool fallback (what the tokenizer
         printed while rendering this prompt, else its tool set's check)."""
-        s = self.settings
+        prefix, prefix_ids = self.prefix(mode)
         prefix_ok = True
-        if s.generation_prefix:
-            prefix_ok = (text is None or text.endswith(s.generation_prefix)) and tuple(
-                ids[-len(s.prefix_ids) :]
-            ) == s.prefix_ids
+        if prefix:
+            prefix_ok = (text is None or text.endswith(prefix)) and tuple(
+                ids[-len(prefix_ids) :]
+            ) == prefix_ids
         missing: list[str] = []
         fallback = None
         if tools:

@@ -44,6 +44,25 @@ PROBE_CALL_MESSAGES: list[dict] = [
     },
     {"role": "tool", "tool_call_id": f"functions.{PROBE_TOOL_NAME}:0", "content": "sunny"},
 ]
+# Two calls in one turn: does the template render the second (gpt-oss's renders the first only)?
+PROBE_SECOND_CALL = "draftgen_probe_second_call"
+PROBE_PARALLEL_MESSAGES: list[dict] = [
+    *PROBE_MESSAGES,
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            PROBE_CALL_MESSAGES[1]["tool_calls"][0],
+            {
+                "id": f"functions.{PROBE_SECOND_CALL}:1",
+                "type": "function",
+                "function": {"name": PROBE_SECOND_CALL, "arguments": PROBE_ARGUMENTS},
+            },
+        ],
+    },
+    PROBE_CALL_MESSAGES[2],
+    {"role": "tool", "tool_call_id": f"functions.{PROBE_SECOND_CALL}:1", "content": "windy"},
+]
 
 
 def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -> RenderSettings:
@@ -98,6 +117,7 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
         check_generation_prefix(
             text, ids, settings.generation_prefix, list(settings.prefix_ids), "probe prompt"
         )
+    _probe_variants(Renderer(tokenizer, settings))
     settings = _probe_tools(Renderer(tokenizer, settings))
     if with_tools:
         decoded = tokenizer.decode(ids, skip_special_tokens=False)
@@ -109,6 +129,26 @@ def probe_settings(tokenizer: Any, settings: RenderSettings, with_tools: bool) -
                 "(model.tokenizer), one whose template declares `tools`"
             )
     return settings
+
+
+def _probe_variants(renderer: Renderer) -> None:
+    """Each thinking mode's probe prompt ends with the prefix its family documents
+    (thinking.py); a template that writes something else is not the family's published one."""
+    for mode, variant in renderer.settings.variants.items():
+        rendered = renderer.render(PROBE_MESSAGES, None, mode)
+        if rendered.error is None and rendered.prefix_ok:
+            continue
+        shown = (
+            f"fails ({rendered.error})"
+            if rendered.error is not None
+            else f"ends with {renderer.decode((rendered.ids or [])[-8:])!r}"
+        )
+        raise IntegrityError(
+            f"{variant.field}: with thinking {mode} ({variant.kwargs}) the chat template's probe "
+            f"prompt {shown}, not {variant.prefix!r} as the family's published template writes; "
+            "remove thinking and set model.chatTemplateKwargs and model.generationPrefix for "
+            "this template yourself"
+        )
 
 
 def _probe_tools(renderer: Renderer) -> RenderSettings:
@@ -137,6 +177,15 @@ def _probe_tools(renderer: Renderer) -> RenderSettings:
             verbatim = False
         except Exception:  # neither works: the template has no tool calls; leave them as given
             pass
+    try:
+        parallel = PROBE_SECOND_CALL in renderer.text(PROBE_PARALLEL_MESSAGES, PROBE_TOOLS)
+    except Exception:  # refuses parallel calls outright: each such prompt a template_error
+        parallel = True
     return RenderSettings(
-        **{**settings.__dict__, "declaration_kind": kind, "string_arguments": verbatim}
+        **{
+            **settings.__dict__,
+            "declaration_kind": kind,
+            "string_arguments": verbatim,
+            "parallel_calls": parallel,
+        }
     )

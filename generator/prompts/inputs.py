@@ -41,6 +41,7 @@ from draftgen.generator.prompts.pretokenize import (
     open_tokenizer,
 )
 from draftgen.generator.prompts.samples import TOOL_FALLBACK, Reject, Sample
+from draftgen.generator.prompts.thinking import mode, thinks
 from draftgen.generator.rows.formats import RowError, parse_conversation, parse_pretokenized
 from draftgen.generator.rows.hf import source_files
 from draftgen.generator.rows.identity import (
@@ -73,6 +74,7 @@ class _Pending:
     prompt_messages: int
     num_tools: int
     normalized: tuple[str, ...] = ()
+    thinking: bool | None = None
     chain: ChainState | None = None
 
 
@@ -112,6 +114,7 @@ def _plan(
     seen: set[int] = set()  # 8-byte hashes of the keys taken so far
     repeats: dict[int, int] = {}  # copies seen of rows repeated verbatim
     bad: dict[str, int] = {}  # copies seen of each unreadable line
+    parallel_ok = ctx is None or ctx.settings.parallel_calls  # the template renders every call
     for row in select_rows(dataset_files(dataset, base_dir), dataset.selection):
         if row.error is not None:
             yield Reject(name, row.index, _unreadable_id(name, row.digest, bad), *row.error)
@@ -165,9 +168,24 @@ def _plan(
             if job is not None:
                 yield job
             continue
+        on = thinks(dataset, key)  # one mode per conversation: every turn of it alike
         for turn, prompt in select_turns(conv.messages, dataset.turns):
             sid = sample_id(name, key, turn)
             if sid in skip_ids:
+                continue
+            if (
+                not parallel_ok
+                and (calls := max((len(m.get("tool_calls") or ()) for m in prompt), default=0)) > 1
+            ):
+                yield Reject(
+                    name,
+                    row.index,
+                    sid,
+                    "parallel_tool_calls",
+                    f"an assistant turn of the prompt makes {calls} tool calls at once, and the "
+                    "chat template renders only the first (and names every result after it), "
+                    "so the prompt would not say what happened",
+                )
                 continue
             if not has_question(prompt):
                 yield Reject(
@@ -181,7 +199,10 @@ def _plan(
             yield RenderJob(
                 prompt,
                 conv.tools,
-                _Pending(sid, row.index, turn, len(prompt), len(conv.tools or ()), conv.normalized),
+                _Pending(
+                    sid, row.index, turn, len(prompt), len(conv.tools or ()), conv.normalized, on
+                ),
+                mode(on),
             )
 
 
@@ -217,7 +238,7 @@ def _chain_start(
             len(messages),
             len(conv.tools or ()),
             conv.normalized,
-            state,
+            chain=state,
         ),
     )
 
@@ -250,7 +271,6 @@ def iter_samples(
     cannot be read at all.
     """
     name = dataset.name
-    prefix = job.spec.model.generation_prefix
     rendered_count = 0
     tool_count = 0
     units = _plan(dataset, Path(base_dir), tokenizer_ctx, skip_ids, max_prompt_tokens, chains)
@@ -271,6 +291,14 @@ def iter_samples(
         strict_prefix = rendered_count < STRICT_TOOL_SAMPLES
         rendered_count += 1
         if not rendered.prefix_ok:
+            prefix, _ = tokenizer_ctx.renderer.prefix(unit.mode)
+            if strict_prefix and unit.mode is not None:
+                raise IntegrityError(
+                    f"spec.datasets[{name}].thinking: row {p.source_index}'s prompt rendered with "
+                    f"thinking {unit.mode} does not end with {prefix!r}; this template does not "
+                    "write the mode's prefix for such conversations: remove thinking, or give "
+                    "this dataset's rows another shape"
+                )
             if strict_prefix:
                 raise IntegrityError(
                     f"model.generationPrefix: datasets[{name}] row {p.source_index}: the rendered "
@@ -310,7 +338,16 @@ def iter_samples(
             info["normalized"] = list(p.normalized)
         if rendered.tool_fallback is not None:
             info[TOOL_FALLBACK] = rendered.tool_fallback
-        yield Sample(p.id, name, p.source_index, p.turn, rendered.ids, info, chain=p.chain)
+        yield Sample(
+            p.id,
+            name,
+            p.source_index,
+            p.turn,
+            rendered.ids,
+            info,
+            chain=p.chain,
+            thinking=p.thinking,
+        )
 
 
 class _Source:

@@ -20,13 +20,15 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from draftgen.generator.prompts.chat_template import Rendered, Renderer, RenderSettings
 from draftgen.generator.prompts.chat_template_probe import probe_settings
+from draftgen.generator.prompts.content_parts import content_format
 from draftgen.generator.prompts.integrity import check_special_tokens, tokenizer_fingerprint
+from draftgen.generator.prompts.thinking import variants
 from draftgen.generator.prompts.tokenizer import (
     TokenizerError,
     encode_kwargs_for,
@@ -155,6 +157,8 @@ class RenderJob:
     messages: list[dict]
     tools: list[dict] | None
     meta: Any = None
+    mode: str | None = None
+    """The thinking mode it is rendered in (`thinking.py`); None: the job's settings."""
 
 
 class TokenizerContext:
@@ -249,7 +253,7 @@ class TokenizerContext:
                 for unit in source:
                     batch.append(unit)
                     if isinstance(unit, RenderJob):
-                        jobs.append((unit.messages, unit.tools))
+                        jobs.append(_job(unit))
                     if len(jobs) >= BATCH_PROMPTS or len(batch) >= BATCH_UNITS:
                         break
                 if not batch:
@@ -275,23 +279,44 @@ class TokenizerContext:
                 with self._inline_lock:  # a fast tokenizer is not safe to share between threads
                     results = iter(
                         self.renderer.render_many(
-                            [(u.messages, u.tools) for u in batch if isinstance(u, RenderJob)]
+                            [_job(u) for u in batch if isinstance(u, RenderJob)]
                         )
                     )
             for unit in batch:
                 yield unit, (next(results) if isinstance(unit, RenderJob) else None)
 
 
+def _job(unit: RenderJob) -> tuple:
+    """What a renderer takes: `(messages, tools)`, and the mode when one is chosen."""
+    if unit.mode is None:
+        return (unit.messages, unit.tools)
+    return (unit.messages, unit.tools, unit.mode)
+
+
 def _needs_template(job: GenerationJob) -> bool:
     return any(ds.format != "pretokenized" for ds in job.spec.datasets)
 
 
+def _template_text(tokenizer: Any) -> str | None:
+    """The chat template's source (every named template, joined), to recognise its family."""
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):
+        return "\n".join(str(t) for t in template.values())
+    return template if isinstance(template, str) else None
+
+
 def open_tokenizer(
-    job: GenerationJob, base_dir: Path, *, workers: int | None = None
+    job: GenerationJob,
+    base_dir: Path,
+    *,
+    workers: int | None = None,
+    template_date: str | None = None,
 ) -> TokenizerContext:
     """Load the tokenizer, refuse to start on an integrity failure, start the worker pool.
 
     `workers` overrides `spec.generator.tokenizer_workers`; 0 renders in this process.
+    `template_date` is the date the template sees (`template_clock.job_date`); default
+    `spec.model.templateDate`, else the clock's.
     """
     model = job.spec.model
     location = resolve_tokenizer_location(model.tokenizer_location, base_dir)
@@ -308,6 +333,12 @@ def open_tokenizer(
         prefix_ids,
         "text",
         encode_kwargs,
+        variants={
+            name: replace(v, prefix_ids=tuple(tokenizer.encode(v.prefix, **encode_kwargs)))
+            for name, v in variants(job, _template_text(tokenizer)).items()
+        },
+        template_date=template_date or model.template_date,
+        content_format=content_format(_template_text(tokenizer)),
     )
     if _needs_template(job):
         settings = probe_settings(

@@ -38,6 +38,8 @@ class Sample:
     apply `normalized` (what the format's rules changed, e.g. `glaive_quoted_arguments`) and
     `tool_fallback` (why the tools were declared in a fallback form)."""
 
+    thinking: bool | None = None
+    """The thinking mode it was rendered in (`spec.datasets[].thinking`); None: not chosen."""
     chain: Any = None
     """`history: regenerated`: the chain at this turn (`chains.ChainState`), else None."""
 

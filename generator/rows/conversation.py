@@ -123,7 +123,9 @@ def make_tool_call(name: Any, arguments: Any, call_id: str, where: str) -> dict[
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def tool_result(content: str, call: dict[str, Any] | None, naming: str) -> dict[str, Any]:
+def tool_result(
+    content: str | list[dict[str, str]], call: dict[str, Any] | None, naming: str
+) -> dict[str, Any]:
     """The `tool` message answering `call` (None: a result with no call before it), named as
     `naming` (one of `TOOL_RESULT_NAMES`) says."""
     msg: dict[str, Any] = {"role": "tool", "content": content}

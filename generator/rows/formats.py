@@ -84,8 +84,10 @@ def _normalize_tool_calls(value: Any, where: str, counter: list[int]) -> list[di
 # ------------------------------------------------------------------------------------ messages
 
 
-def _content(value: Any, where: str) -> str | None:
-    """Text content: a string, None, or a list of text parts (joined)."""
+def _content(value: Any, where: str) -> str | list[dict[str, str]] | None:
+    """Text content: a string, None, or a list of text parts: one part is its text, several
+    stay parts (`[{type: text, text}]`), joined when rendered as SGLang's chat endpoint joins
+    them for the template (generator/prompts/content_parts.py)."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):
@@ -101,7 +103,9 @@ def _content(value: Any, where: str) -> str | None:
                 parts.append(part["text"])
             else:
                 raise RowError("wrong_type", f"{where}.content: only text parts are supported")
-        return "".join(parts)
+        if len(parts) > 1:
+            return [{"type": "text", "text": p} for p in parts]
+        return parts[0] if parts else ""
     raise RowError("wrong_type", f"{where}.content must be a string, got {type(value).__name__}")
 
 

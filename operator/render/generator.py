@@ -28,14 +28,22 @@ CONFIG_KEY = "job.yaml"
 
 
 def job_document(
-    name: str, namespace: str, spec: dict[str, Any], labels: dict[str, str] | None = None
+    name: str,
+    namespace: str,
+    spec: dict[str, Any],
+    labels: dict[str, str] | None = None,
+    created: str | None = None,
 ) -> str:
     """The GenerationJob YAML the generator reads: the user's spec, no status, no bookkeeping;
-    `hf://` weights the operator downloads read as their path on the models volume."""
+    `hf://` weights the operator downloads read as their path on the models volume. `created`
+    (the job's `metadata.creationTimestamp`) is the chat template's default date
+    (`spec.model.templateDate`): the same for every generator pod of the job."""
     spec = on_volume(spec)
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
         meta["labels"] = dict(labels)
+    if created:
+        meta["creationTimestamp"] = created
     doc = {"apiVersion": API_VERSION, "kind": KIND, "metadata": meta, "spec": spec}
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
 

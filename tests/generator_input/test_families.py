@@ -110,7 +110,8 @@ def test_glaive_conversations_render_in_each_familys_format(family_tokenizer_dir
     call_form = {
         "qwen3": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lagos"}}\n</tool_call>',
         "deepseek-v3.1": '<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Lagos"}<｜tool▁call▁end｜>',
-        "gpt-oss": 'to=functions.get_weather <|constrain|>json<|message|>{"city": "Lagos"}<|call|>'
+        "gpt-oss": "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>"
+        '{"city": "Lagos"}<|call|>'
         "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>",
         "llama-3.1": '{"name": "get_weather", "parameters": {"city": "Lagos"}}<|eot_id|>'
         "<|start_header_id|>ipython<|end_header_id|>",

@@ -319,7 +319,12 @@ def test_an_output_of_an_earlier_prompt_rendering_is_not_resumed_silently(kimi_l
     their fingerprint) would mix two prompt shapes: refused with the way forward."""
     import json
 
-    from draftgen.output.fingerprint import SpecChanged, check_fingerprint, dataset_fingerprint
+    from draftgen.output.fingerprint import (
+        PROMPT_RENDERING,
+        SpecChanged,
+        check_fingerprint,
+        dataset_fingerprint,
+    )
 
     job = make_job(kimi_like_dir, [{"name": "ds", "source": "d.jsonl", "format": "glaive"}])
     now = dataset_fingerprint(job, job.spec.datasets[0])
@@ -327,7 +332,9 @@ def test_an_output_of_an_earlier_prompt_rendering_is_not_resumed_silently(kimi_l
     (tmp_path / "fingerprint.json").write_text(
         json.dumps({"series": [{"first_shard": 0, "fingerprint": earlier}]})
     )
-    with pytest.raises(SpecChanged, match=r"draftgen\.promptRendering changed from null to 2"):
+    with pytest.raises(
+        SpecChanged, match=rf"draftgen\.promptRendering changed from null to {PROMPT_RENDERING}"
+    ):
         check_fingerprint(tmp_path, now, has_data=True, next_shard=1, allow_change=False)
     series, new_series = check_fingerprint(
         tmp_path, now, has_data=True, next_shard=1, allow_change=True

@@ -71,7 +71,9 @@ def test_messages_keep_tools_and_tool_calls_with_the_arguments_string_as_given()
     assert conv.messages[3] == {"role": "assistant", "content": "3 degrees."}  # bookkeeping dropped
 
 
-def test_messages_text_parts_are_joined_and_tools_may_be_a_json_string():
+def test_messages_text_parts_are_kept_and_tools_may_be_a_json_string():
+    """Several text parts stay parts: the renderer hands them on as SGLang's chat endpoint does
+    (test_content_parts.py)."""
     row = {
         "messages": [
             {
@@ -82,7 +84,9 @@ def test_messages_text_parts_are_joined_and_tools_may_be_a_json_string():
         "tools": json.dumps([WEATHER]),
     }
     conv = parse_conversation("messages", row)
-    assert conv.messages == [{"role": "user", "content": "ab"}]
+    assert conv.messages == [
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+    ]
     assert conv.tools[0]["function"]["name"] == "get_weather"
 
 

@@ -174,10 +174,11 @@ def test_a_reply_parses_back_into_the_message_the_template_rendered(
     back = reply.as_message(reasoning_key=reasoning_key)
     objects = family == "llama-3.1"
     assert rendered(tok, back, objects, **kwargs) == rendered(tok, message, objects, **kwargs)
-    assert compare_calls(reply.tool_calls, calls_of_message(message)) == "match"
-    assert [c["function"]["name"] for c in back.get("tool_calls", [])] == [
-        c["function"]["name"] for c in message.get("tool_calls", [])
-    ]
+    sent = message.get("tool_calls", [])[: 1 if family == "gpt-oss" else None]  # first only
+    match = compare_calls(reply.tool_calls, calls_of_message({**message, "tool_calls": sent}))
+    assert match == "match"
+    names = [c["function"]["name"] for c in back.get("tool_calls", [])]
+    assert names == [c["function"]["name"] for c in sent]
     assert back["content"].strip() == message["content"]
     if reasoning_key in message:
         assert (back.get(reasoning_key) or "").strip() == message[reasoning_key]

@@ -4,10 +4,13 @@ success → server torn down; and deletion cleans up everything."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 from prometheus_client import start_http_server
 
 from draftgen.controller import rbac
+from draftgen.generator.prompts.template_clock import job_date
 from draftgen.generator.telemetry.metrics import GeneratorMetrics
 from draftgen.spec import parse_job
 
@@ -66,6 +69,10 @@ def test_create_to_success_then_teardown(cluster: Cluster, operator) -> None:
     assert "status" not in doc
     assert parse_job(doc).spec.datasets[0].name == "b-chat"
     assert doc["spec"] == cluster.job("kimi")["spec"]
+    # the chat template's default date (spec.model.templateDate): the job's creation day
+    created = cluster.job("kimi")["metadata"]["creationTimestamp"]
+    assert doc["metadata"]["creationTimestamp"] == created
+    assert job_date(parse_job(doc), Path("/nonexistent")) == created[:10]
     container = gen["spec"]["template"]["spec"]["containers"][0]
     assert (
         container["args"][container["args"].index("--server") + 1]

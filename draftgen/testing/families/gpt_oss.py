@@ -6,18 +6,21 @@ o200k_harmony ids (199,998 and up; vocabulary 201,088). The tokenizer directory 
 encoding converted to a Hugging Face fast tokenizer, as gpt-oss ships it, and `tiktoken_encoding()`
 gives the tiktoken side, so a test can check the two agree.
 
-Documented behaviour the template reproduces (written from OpenAI's harmony format guide):
-- A `system` message with the model identity, `Reasoning: <reasoning_effort>` (kwarg, default
+Documented behaviour the template reproduces (written from OpenAI's harmony format guide, and
+where they differ, as the published `chat_template.jinja` of openai/gpt-oss-120b renders):
+- A `system` message with the model identity, `Current date:` from `strftime_now("%Y-%m-%d")`
+  (so a prompt changes from day to day), `Reasoning: <reasoning_effort>` (kwarg, default
   `medium`) and the valid channels; the dataset's system prompt and the tools go in a
   `developer` message (`# Instructions`, then `# Tools` with a TypeScript-like
   `namespace functions`).
 - Assistant answers are `<|channel|>final` messages; reasoning is the `analysis` channel, read
   from a message's `thinking`. Reasoning in history: dropped for every turn that ended in a final
   answer; kept for tool-calling turns after the last final answer (the chain being answered).
-- A call is `<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json
-  <|message|>ARGUMENTS<|call|>` (string arguments verbatim, objects as JSON); its result is
-  `<|start|>functions.NAME to=assistant<|channel|>commentary<|message|>...<|end|>`, the name
-  taken from the message's `name`, else from the call it answers.
+- A call is `<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>
+  ARGUMENTS<|call|>` (string arguments verbatim, objects as JSON), and only an assistant turn's
+  first call is rendered; a result is `<|start|>functions.NAME to=assistant<|channel|>commentary
+  <|message|>...<|end|>`, NAME the last rendered call's (so the results of parallel calls are all
+  named after the first).
 - The generation prompt is `<|start|>assistant`; the model picks its channel itself.
 """
 
@@ -162,7 +165,8 @@ TEMPLATE = (
     + _DECLARE
     + "{%- set effort = reasoning_effort if reasoning_effort is defined else 'medium' -%}"
     "{{- '<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\\n'"
-    " + 'Knowledge cutoff: 2024-06\\n\\nReasoning: ' + effort + '\\n\\n'"
+    " + 'Knowledge cutoff: 2024-06\\nCurrent date: ' + strftime_now('%Y-%m-%d') + '\\n\\n'"
+    " + 'Reasoning: ' + effort + '\\n\\n'"
     " + '# Valid channels: analysis, commentary, final. Channel must be included for every message.' -}}"
     "{%- if tools -%}{{- '\\nCalls to these tools must go to the commentary channel: \\'functions\\'.' -}}{%- endif -%}"
     "{{- '<|end|>' -}}"
@@ -174,7 +178,7 @@ TEMPLATE = (
     "{{- '<|end|>' -}}"
     "{%- endif -%}"
     # the last final answer: reasoning before it is dropped, after it kept
-    "{%- set ns = namespace(last_final=-1, calls=[]) -%}"
+    "{%- set ns = namespace(last_final=-1, last_call=none) -%}"
     "{%- for m in messages -%}"
     "{%- if m.role == 'assistant' and not m.tool_calls -%}{%- set ns.last_final = loop.index0 -%}{%- endif -%}"
     "{%- endfor -%}"
@@ -186,22 +190,18 @@ TEMPLATE = (
     "{{- '<|start|>assistant<|channel|>analysis<|message|>' + m.thinking + '<|end|>' -}}"
     "{%- endif -%}"
     "{%- if m.content -%}{{- '<|start|>assistant<|channel|>commentary<|message|>' + m.content + '<|end|>' -}}{%- endif -%}"
-    "{%- set ns.calls = [] -%}"
-    "{%- for call in m.tool_calls -%}"
+    # the published template renders the first call only
+    "{%- set call = m.tool_calls[0] -%}"
     "{%- set fn = call.function if call.function is defined else call -%}"
-    "{%- set ns.calls = ns.calls + [{'id': call.id, 'name': fn.name}] -%}"
-    "{{- '<|start|>assistant<|channel|>commentary to=functions.' + fn.name + ' <|constrain|>json<|message|>' -}}"
+    "{%- set ns.last_call = fn.name -%}"
+    "{{- '<|start|>assistant to=functions.' + fn.name + '<|channel|>commentary json<|message|>' -}}"
     "{%- if fn.arguments is string -%}{{- fn.arguments -}}{%- else -%}{{- fn.arguments | tojson -}}{%- endif -%}"
     "{{- '<|call|>' -}}"
-    "{%- endfor -%}"
     "{%- elif m.role == 'assistant' -%}"
     "{{- '<|start|>assistant<|channel|>final<|message|>' + m.content + '<|end|>' -}}"
     "{%- elif m.role == 'tool' -%}"
-    "{%- set name = namespace(value=m.name if m.name is defined and m.name else none) -%}"
-    "{%- for c in ns.calls if name.value is none and c.id == m.tool_call_id -%}{%- set name.value = c.name -%}{%- endfor -%}"
-    "{%- if name.value is none and ns.calls -%}{%- set name.value = ns.calls[-1].name -%}{%- endif -%}"
-    "{%- if name.value is none -%}{{- raise_exception('a tool result with no call before it') -}}{%- endif -%}"
-    "{{- '<|start|>functions.' + name.value + ' to=assistant<|channel|>commentary<|message|>' + m.content + '<|end|>' -}}"
+    "{%- if ns.last_call is none -%}{{- raise_exception('a tool result with no call before it') -}}{%- endif -%}"
+    "{{- '<|start|>functions.' + ns.last_call + ' to=assistant<|channel|>commentary<|message|>' + m.content + '<|end|>' -}}"
     "{%- endif -%}"
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{- '<|start|>assistant' -}}{%- endif -%}"
