@@ -12,6 +12,7 @@ from typing import Any
 from draftgen.output.counts import DatasetCounts
 from draftgen.output.figures import DatasetFigures, state_text
 from draftgen.output.ledger import Ledger
+from draftgen.output.quality import QualityCounts
 from draftgen.spec import Budget
 
 
@@ -32,6 +33,8 @@ class DatasetStats(DatasetCounts):
     first_at: float | None = None
     last_at: float | None = None
     """Write times of the first and last record (`meta.created_at`)."""
+    quality: QualityCounts = field(default_factory=QualityCounts)
+    """The data-quality report (draftgen/output/quality.py)."""
     by_rank: dict[int, DatasetCounts] = field(default_factory=dict)
     """Samples and tokens per data-parallel rank of the server (the records' `meta.dp_rank`;
     empty when no server had several ranks)."""
@@ -110,6 +113,7 @@ class DatasetStats(DatasetCounts):
                 for rank, c in sorted(self.by_rank.items())
             },
             "rejects_by_reason": dict(sorted(self.rejects_by_reason.items())),
+            "quality": self.quality.as_dict(),
             "unreadable_lines": self.unreadable,
             "torn_shards": list(self.torn_shards),
             "shapes": sorted(self.shapes),
@@ -138,6 +142,7 @@ def total(stats: list[DatasetStats]) -> DatasetStats:
     )
     for s in stats:
         t.rejects_by_reason.update(s.rejects_by_reason)
+        t.quality.merge(s.quality)
         t.torn_shards += [f"{s.name}/{n}" for n in s.torn_shards]
     budgets = [s.budget.completion_tokens if s.budget else None for s in stats]
     if stats and all(budgets):

@@ -98,6 +98,11 @@ class DatasetSpec(SpecModel):
     JSON and only prints a warning): `keep` sends it and records the fallback in `meta.sample`
     and the manifest, `reject` records a `tool_fallback` reject instead."""
 
+    on_degenerate: Literal["keep", "drop"] = "keep"
+    """What to do with a reply caught in a loop (degenerate repetition, docs/quality.md): `keep`
+    writes it with `meta.degenerate` set (`draftgen export --skip-degenerate` leaves it out),
+    `drop` records a `degenerate_repetition` reject instead. Both count in the quality report."""
+
     sampling: SamplingOverrides | None = None
     """Changes to `spec.sampling` for this dataset."""
 
