@@ -53,8 +53,12 @@ SETUP_PARTS := venv sglang models trainers system docker
 setup:
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(SETUP_PARTS)
 
+# Two pytest-xdist workers (TEST_WORKERS=0 runs in one process): most of a test's time is a
+# subprocess, a server or Docker working, so a second worker uses the core the first leaves idle.
+# Each worker starts its own CPU SGLang server; the image tests share one worker (tests/conftest.py).
+TEST_WORKERS ?= 2
 test: setup
-	DRAFTGEN_TEST_STRICT=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+	DRAFTGEN_TEST_STRICT=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The tests that need neither SGLang nor promtool.
 test-fast: venv

@@ -21,6 +21,7 @@
      │    ├── RowError             generator/rows/conversation.py: a row (recorded as a reject)
      │    ├── JsonLimitError       safe_json.py: a row too large or deep (a reject)
      │    ├── TokenizerError       generator/prompts/tokenizer.py: no loadable tokenizer
+     │    ├── UnknownReplyFamily   generator/prompts/replies: no reply parser fits the model
      │    ├── IntegrityError       generator/prompts/integrity.py: the data would be wrong  3
      │    └── InputsRefused        generator/prompts/input_preflight.py: the preflight failed
      │                             (its exit code per instance: 2 a dataset, 3 the tokenizer)

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from draftgen.generator.prompts.chains import ChainResume
 from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.generator.records import (
     degenerate_reject,
@@ -29,6 +30,12 @@ from draftgen.generator.records import (
 )
 from draftgen.generator.run_settings import SampleSource, Settings
 from draftgen.generator.scheduling.admission import progress_speed
+from draftgen.generator.scheduling.chains import (
+    chain_admits,
+    chain_ended,
+    chain_launched,
+    is_chain_start,
+)
 from draftgen.generator.scheduling.datasets import Dataset, Flight, cancel_flights, open_datasets
 from draftgen.generator.scheduling.demand import budget_admits_sample, pool_view, server_views
 from draftgen.generator.scheduling.feed import Feed, in_daemon_thread
@@ -106,6 +113,8 @@ class Runner:
         self._stopping = False
         self._startup: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.chains: Any = None
+        """`chains.ChainSteps` when a dataset regenerates its history (from the source)."""
 
     # ---- the loop -------------------------------------------------------------------------
 
@@ -123,15 +132,23 @@ class Runner:
             if ds.ledger.done:
                 continue
             skip = frozenset(ds.state.done_ids)
+            if ds.spec.history == "regenerated" and self.chains is None:
+                self.chains = self.source.chain_steps()  # type: ignore[attr-defined]
 
             def make(d: Dataset = ds, s: frozenset[str] = skip) -> Iterator:
                 # The prompt limit is read when the feed starts: servers may join until then.
+                if d.spec.history == "regenerated":
+                    chains = ChainResume(d.state.chains_open, d.state.chains_ended)
+                    return self.source(d.spec, s, self.fleet.max_prompt_tokens, chains)  # type: ignore[call-arg]
                 return self.source(d.spec, s, self.fleet.max_prompt_tokens)
 
             ds.feed = Feed(make, self.wake)
 
     def _next_sample(self, ds: Dataset) -> Sample | None:
-        """The dataset's next sample to send; rejects and repeats are handled on the way."""
+        """The dataset's next sample to send (a chain's next turn first); rejects and repeats
+        are handled on the way."""
+        if ds.continuations:
+            return ds.continuations[0]
         while ds.pending is None and ds.feed is not None:
             item = ds.feed.take()
             if item is None:
@@ -197,7 +214,10 @@ class Runner:
             if launch is None:
                 return  # every server is full, or a sample's turn came: wait for an answer
             ds, sample = ready[launch.position]
-            ds.pending = None
+            if ds.continuations and ds.continuations[0] is sample:
+                ds.continuations.popleft()
+            else:
+                ds.pending = None
             self._launch(ds, sample, self.pools[launch.server], weighed[launch.position].tokens)
             self._passed[ds.name] = 0
             for j in launch.waited:  # they wait while this one goes
@@ -213,7 +233,12 @@ class Runner:
         sample = self._next_sample(ds)
         if sample is None:
             return None
-        if not budget_admits_sample(ds, sample, speed, now):
+        admits = budget_admits_sample(ds, sample, speed, now)
+        if admits and is_chain_start(ds, sample) and not chain_admits(ds, sample):
+            if ds.flights or ds.continuations:
+                return None  # the chains going may still end early and free their turns
+            admits = False
+        if not admits:
             if not ds.flights:
                 ds.ledger.closed = True  # less than one likely sample left
                 self._dataset_finished(ds)
@@ -223,6 +248,7 @@ class Runner:
     def _launch(self, ds: Dataset, sample: Sample, pool: Pool, tokens: float) -> None:
         flight = Flight(sample=sample, server=pool.server, tokens=tokens, pool=pool)
         ds.flights[sample.id] = flight
+        chain_launched(ds, sample)
         ds.in_flight_prompt += len(sample.input_ids)
         pool.in_flight += 1
         pool.in_flight_tokens += tokens
@@ -263,10 +289,37 @@ class Runner:
             fleet=self.fleet,
             metrics=self.metrics,
         )
-        if isinstance(outcome, Reject):
-            self._reject(ds, outcome)
-        elif outcome is not None:
-            self._write(ds, flight, outcome.result, params, outcome.attempts, outcome.latency)
+        if outcome is None or isinstance(outcome, Reject):
+            chain_ended(ds, flight.sample)  # failed or aborted: its chain owes no more turns
+            if outcome is not None:
+                self._reject(ds, outcome)
+        else:
+            sample, end, nxt = flight.sample, None, None
+            if sample.chain is not None and self.chains is not None:
+                end, nxt = await in_daemon_thread(self._chain_step, sample, outcome.result)
+            written = self._write(
+                ds, flight, outcome.result, params, outcome.attempts, outcome.latency, end
+            )
+            if sample.chain is None:
+                return
+            if written and isinstance(nxt, Sample) and not ds.ledger.done and not self._stopping:
+                ds.continuations.append(nxt)
+                self._wake.set()
+                return
+            chain_ended(ds, sample)
+            if written and isinstance(nxt, Reject):
+                self._reject(ds, nxt)
+
+    def _chain_step(self, sample: Sample, result: Generation) -> tuple[str | None, Any]:
+        """The chain's end reason for this reply's record, and its next turn (a thread's work:
+        parsing and rendering). A reply the parser cannot read ends the chain, recorded."""
+        try:
+            return self.chains.advance(
+                sample, result.output_ids, result.finish_reason, self.fleet.max_prompt_tokens
+            )
+        except Exception as err:
+            log.warning("%s: reply not parsed, its chain ends here: %s", sample.id, err)
+            return "reply_unparsed", None
 
     def _write(
         self,
@@ -276,11 +329,13 @@ class Runner:
         params: dict,
         attempts: int,
         latency: float,
-    ) -> None:
+        chain_end: str | None = None,
+    ) -> bool:
+        """Write the record (False: nothing may land any more)."""
         if ds.ledger.budget_met and self.gen.on_budget_met == "abort":
-            return  # abort mode: nothing lands after the budget is met
+            return False  # abort mode: nothing lands after the budget is met
         if self._fatal is not None:
-            return  # e.g. the server came back with another model: nothing more lands
+            return False  # e.g. the server came back with another model: nothing more lands
         sample = flight.sample
         record = generation_record(
             ds.name,
@@ -295,9 +350,11 @@ class Runner:
         if is_degenerate(record) and ds.spec.on_degenerate == "drop":
             ds.state.done_ids.add(sample.id)  # answered: a rerun would loop the same way
             self._reject(ds, degenerate_reject(sample, record))
-            return
+            return False  # not written: a chain ends here (a loop is no history to go on from)
         if flight.pool is not None and flight.pool.routed_rank is not None and record.meta:
             record.meta.dp_rank = flight.pool.routed_rank  # the rank it was pinned to
+        if sample.chain is not None and record.meta:
+            record.meta.chain, record.meta.chain_end = sample.chain.meta(), chain_end
         ds.writer.write_record(record)  # raises DiskFull before anything is counted
         ds.state.done_ids.add(sample.id)
         completion = len(result.output_ids)
@@ -321,10 +378,13 @@ class Runner:
         self.metrics.observe_reply(ds.name, record)
         if ds.ledger.budget_met:
             self._dataset_finished(ds)
+        return True
 
     def _dataset_finished(self, ds: Dataset) -> None:
         if ds.feed is not None:
             ds.feed.stop()
+        ds.continuations.clear()  # chains going end at the turn they reached (chains.py)
+        ds.chain_left.clear()
         self.metrics.update_dataset(ds.ledger)
         if ds.ledger.budget_met and self.gen.on_budget_met == "abort":
             for flight in list(ds.flights.values()):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from draftgen.contract.dataset_location import is_hub_dataset
 from draftgen.contract.model_location import is_hub
 from draftgen.spec import GenerationJobSpec, SpecError, parse_spec
 
@@ -55,6 +56,13 @@ def cluster_problems(spec: GenerationJobSpec) -> list[str]:
             "1T-parameter model is about 600 GB, more than a pod's disk): set "
             "model.volume: {claimName: <a claim of that size>, mountPath: /models}"
         )
+    for i, ds in enumerate(spec.datasets):
+        if is_hub_dataset(ds.source):
+            problems.append(
+                f"spec.datasets[{i}]({ds.name}).source: {ds.source} is read from a local hub "
+                "cache, which the generator pod has none of; copy the dataset (its snapshot or "
+                "save_to_disk directory) onto the inputs volume and name that directory"
+            )
     return problems + pod_problems(spec)
 
 

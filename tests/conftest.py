@@ -32,6 +32,15 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"set-up missing under make test (DRAFTGEN_TEST_STRICT=1): {reason}"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test` runs two workers) the tests marked `image` share one
+    worker (`--dist loadgroup`): one Docker engine, one image build and one long-running
+    container per run, not one per worker."""
+    for item in items:
+        if item.get_closest_marker("image"):
+            item.add_marker(pytest.mark.xdist_group("image"))
+
+
 @pytest.fixture(autouse=True)
 def _root_logging_restored():
     """The root logger as the test found it. An in-process CLI (`draftgen generate`'s

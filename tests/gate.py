@@ -1,6 +1,8 @@
 """A gate in front of the real SGLang server: every request goes through to it, except that after
 the first `let_through` `/generate` requests the rest are held until the test opens the gate.
 While the server is down, a request gets no answer (the connection closes), as from a crash.
+`allow(n)` starts a new run of the test's: requests still held (a killed run's) get no answer,
+the next `n` go through and the rest are held again — a run can get no further than the test lets.
 
 A test that needs a run to be busy at a given moment (a second writer arriving while the first is
 mid-run, a server killed with requests in flight) holds it here instead of counting on a head
@@ -21,10 +23,10 @@ class Gate:
     def __init__(self, upstream: str, let_through: int) -> None:
         parts = urlsplit(upstream)
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
-        self._opened = threading.Event()
-        self._lock = threading.Lock()
-        self._generates = 0
-        self.held = 0
+        self._cond = threading.Condition()
+        self._opened = False
+        self._epoch = 0
+        self.held = 0  # requests held since the last allow()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,8 +38,9 @@ class Gate:
             def _forward(self, method: str) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else None
-                if method == "POST" and self.path == "/generate":
-                    outer._admit()
+                if method == "POST" and self.path == "/generate" and not outer._admit():
+                    self.close_connection = True  # held for a run that is gone: no answer
+                    return
                 upstream_conn = http.client.HTTPConnection(host, port, timeout=3600)
                 try:
                     headers = {"Content-Type": self.headers.get("Content-Type", "")} if body else {}
@@ -70,17 +73,29 @@ class Gate:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._let_through = let_through
+        self._let_through = let_through  # /generate requests still let through before holding
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
-    def _admit(self) -> None:
-        with self._lock:
-            self._generates += 1
-            hold = self._generates > self._let_through
-            if hold:
-                self.held += 1
-        if hold:
-            self._opened.wait()
+    def _admit(self) -> bool:
+        """Whether the request goes through (after waiting its turn); False drops it."""
+        with self._cond:
+            if self._opened:
+                return True
+            if self._let_through > 0:
+                self._let_through -= 1
+                return True
+            epoch = self._epoch
+            self.held += 1
+            while not self._opened and self._epoch == epoch:
+                self._cond.wait()
+            return self._opened and self._epoch == epoch
+
+    def allow(self, n: int) -> None:
+        """A new run: drop what is held, let `n` more `/generate` requests through, hold the rest."""
+        with self._cond:
+            self._epoch += 1
+            self._let_through, self.held = n, 0
+            self._cond.notify_all()
 
     def wait_held(self, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
@@ -89,14 +104,16 @@ class Gate:
             time.sleep(0.05)
 
     def open(self) -> None:
-        self._opened.set()
+        with self._cond:
+            self._opened = True
+            self._cond.notify_all()
 
     def __enter__(self) -> Gate:
         self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._opened.set()
+        self.open()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(5)

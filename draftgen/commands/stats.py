@@ -115,6 +115,9 @@ def _table(stats: list[DatasetStats]) -> str:
     ]
     if ranks:
         lines += ["", "by data-parallel rank (the server's KV pools):", *ranks]
+    chains = [f"  {s.name}: {s.chains.text()}" for s in stats if s.chains.started]
+    if chains:
+        lines += ["", "chains (history: regenerated):", *chains]
     lines += ["", "quality (docs/quality.md):", *(quality_line(s) for s in stats)]
     return "\n".join(lines)
 

@@ -39,7 +39,7 @@ def source_problems(job: GenerationJob, base_dir: Path) -> list[str]:
         try:
             files = dataset_files(ds, base_dir)
         except SourceError as err:
-            out.append(f"{where}: {err}")
+            out.append(f"{where.removesuffix('.source')}.{err.field}: {err}")
             continue
         unreadable = [f for f in files if not os.access(f, os.R_OK)]
         if unreadable:

@@ -196,10 +196,10 @@ def render(
         )
     out.append("")
 
-    if summary.trainer_hint:
+    if (hint := summary.trainer_hint) is not None:
         out.append("## Trainer configuration\n")
-        out.append("The `data:` keys of a SpecForge run config for this export:\n")
-        out.append("```yaml\n" + summary.trainer_hint + "\n```\n")
+        out.append(f"The {hint.title} for this export:\n")
+        out.append(f"```{hint.lang}\n{hint.text}\n```\n")
     if export_format != "parquet":
         return "\n".join(out)
     out.append("## Columns\n")

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from draftgen.contract.export_cli import CARD_FILE, SUMMARY_FILE
 from . import card
 from .mix import parse_mix
 from .records import ExportError, left_out_dirs, read_manifests
-from .select import ExportOptions, ExportSummary, export_rows
+from .select import ExportOptions, ExportSummary, TrainerHint, export_rows
 from .tokenizer import load_tokenizer, tokenizer_location
 
 FORMATS = ("speculators", "specforge", "specforge-conversations", "parquet")
@@ -167,7 +168,9 @@ def export(
     staging.mkdir(parents=True)
     try:
         summary = ExportSummary()
-        rows = export_rows(src, options, summary)
+        # The id formats carry a chain as one sample where its turns continue one another.
+        merge = export_format in ("speculators", "specforge")
+        rows = export_rows(src, replace(options, merge_chains=merge), summary)
         if export_format == "parquet":
             from . import parquet
 
@@ -192,7 +195,9 @@ def export(
                 "samples and applying the mix; check --mix or pass --include-truncated"
             )
         data_files = dict(sorted(data_files.items(), key=lambda kv: kv[0] != "train"))
-        summary.trainer_hint = trainer_hint(export_format, out, summary, tokenizer, specforge_text)
+        summary.trainer_hint = trainer_hint(
+            export_format, out, summary, tokenizer, specforge_text, manifests.model
+        )
         (staging / CARD_FILE).write_text(
             card.render(summary, manifests, options, data_files, export_format),
             encoding="utf-8",
@@ -207,19 +212,30 @@ def export(
 
 
 def trainer_hint(
-    export_format: str, out: Path, summary: ExportSummary, tokenizer: Any, specforge_text: bool
-) -> str | None:
-    """The trainer configuration keys this export needs (SpecForge's `data:` section)."""
-    from . import specforge, specforge_conversations
+    export_format: str,
+    out: Path,
+    summary: ExportSummary,
+    tokenizer: Any,
+    specforge_text: bool,
+    model: str | None,
+) -> TrainerHint | None:
+    """What the trainer needs to take this export as it is: SpecForge's `data:` section, or
+    speculators' `prepare-data` command with its `--seq-length`."""
+    from . import specforge, specforge_conversations, speculators
 
     train_file = out.resolve() / "train.jsonl"
+    config = "SpecForge run config (YAML)"
     if export_format == "specforge":
-        return specforge.yaml_hint(train_file, summary.longest_row)
+        return TrainerHint(config, "yaml", specforge.yaml_hint(train_file, summary.longest_row))
     if export_format == "specforge-conversations":
         template = specforge_conversations.specforge_template(tokenizer)
-        return specforge.conversations_yaml_hint(
+        text = specforge.conversations_yaml_hint(
             train_file, summary.longest_row, specforge_text, template
         )
+        return TrainerHint(config, "yaml", text)
+    if export_format == "speculators":
+        text = speculators.prepare_data_hint(train_file, summary.longest_row, model)
+        return TrainerHint("speculators prepare-data command", "sh", text)
     return None
 
 
@@ -309,7 +325,7 @@ def run(args: argparse.Namespace) -> int:
             f"{', '.join(summary.read.torn_lines)}"
         )
     print(f"wrote {args.format} export to {args.out}")
-    if summary.trainer_hint:
-        print("SpecForge run config (YAML), also in the export's README.md:")
-        print(summary.trainer_hint)
+    if (hint := summary.trainer_hint) is not None:
+        print(f"{hint.title}, also in the export's README.md:")
+        print(hint.text)
     return 0

@@ -13,6 +13,7 @@ from draftgen.output.counts import DatasetCounts
 from draftgen.output.quality import QualityCounts, is_degenerate
 from draftgen.output.record import Record
 
+from .chains import merge_chains
 from .mix import MixRule, copies_by_weight, select_by_tokens
 from .records import ExportError, ReadStats, dataset_dirs, iter_records
 from .split import TRAIN, VALIDATION, split_of
@@ -40,6 +41,10 @@ class ExportOptions:
 
     split_seed: int = 0
     """Seed of the id hash behind the split and the mix."""
+
+    merge_chains: bool = False
+    """Chains whose turns continue one another token for token go out as one sample
+    (`chains.py`; the id formats)."""
 
 
 @dataclass(slots=True)
@@ -101,14 +106,25 @@ class DatasetSummary(DatasetCounts):
         return sum(s.samples for s in self.splits.values())
 
 
+@dataclass(frozen=True, slots=True)
+class TrainerHint:
+    """What a trainer needs to take the export as it is, printed by `export` and in its card."""
+
+    title: str
+    """`SpecForge run config (YAML)`, `speculators prepare-data command`."""
+    lang: str
+    """The card's code block language: `yaml`, `sh`."""
+    text: str
+
+
 @dataclass(slots=True)
 class ExportSummary:
     datasets: dict[str, DatasetSummary] = field(default_factory=dict)
     read: ReadStats = field(default_factory=ReadStats)
     longest_row: int = 0
     """Tokens of the longest exported row (prompt + completion): a trainer's max length."""
-    trainer_hint: str | None = None
-    """The trainer configuration keys that fit the export (YAML), for the formats that have one."""
+    trainer_hint: TrainerHint | None = None
+    """The trainer configuration that fits the export, for the formats that have one."""
 
     def total(self, split: str) -> SplitCounts:
         out = SplitCounts()
@@ -156,7 +172,8 @@ def export_rows(
                 rule.token_cap,
                 options.split_seed,
             )
-        for record in _eligible(directory, options, ds, summary.read):
+        eligible = _eligible(directory, options, ds, summary.read)
+        for record in merge_chains(eligible) if options.merge_chains else eligible:
             if kept_by_tokens is not None:
                 copies = 1 if record.id in kept_by_tokens else 0
             elif rule is not None and rule.weight is not None:

@@ -8,10 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from draftgen.contract.model_location import model_name
 from draftgen.output.record import Record
 
 from .jsonl import write_jsonl_splits
 from .tokenizer import decode
+
+# speculators 0.9's `prepare-data --seq-length` default (speculators/cli/prepare_data.py): longer
+# rows are cut.
+SPECULATORS_DEFAULT_SEQ_LENGTH = 8192
 
 # Tokens that open a tool call in the chat formats draftgen knows (Kimi-K2, Hermes/Qwen).
 TOOL_CALL_MARKERS = ("<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<tool_call>")
@@ -37,9 +42,13 @@ def primary_id(sample_id: str) -> str:
 def ids_and_mask(record: Record) -> tuple[list[int], list[int]]:
     """The training sequence of a record: prompt then completion, unchanged, with a loss mask
     of 0 on every prompt token (the generation prefix such as `<think>` included) and 1 on
-    every generated token (the end-of-turn token included)."""
+    every generated token (the end-of-turn token included); a merged chain's earlier turns'
+    output ids inside the prompt are supervised too (`chains.ChainRecord`)."""
     prompt, completion = record.input_ids, record.output_ids
-    return [*prompt, *completion], [0] * len(prompt) + [1] * len(completion)
+    mask = [0] * len(prompt) + [1] * len(completion)
+    for start, end in getattr(record, "supervised", ()):  # a chain's earlier turns (chains.py)
+        mask[start:end] = [1] * (end - start)
+    return [*prompt, *completion], mask
 
 
 def to_speculators(
@@ -75,3 +84,22 @@ def to_speculators(
 def write(out_dir: Path, rows, tokenizer: Any) -> dict[str, Path]:
     tool_ids = tool_call_ids(tokenizer)
     return write_jsonl_splits(out_dir, rows, lambda r: to_speculators(r, tokenizer, tool_ids))
+
+
+def prepare_data_hint(train_file: Path, longest: int, model: str | None) -> str:
+    """The `speculators prepare-data` command that takes this export whole: `--seq-length` the
+    longest exported row, as SpecForge's hint gives `max_length`. The model is named as the card
+    names it (a hub id, or a local directory's name: put its path there)."""
+    default = SPECULATORS_DEFAULT_SEQ_LENGTH
+    why = (
+        f"the longest exported row; the default {default} would cut longer rows"
+        if longest > default
+        else f"the longest exported row (default {default})"
+    )
+    return "\n".join(
+        [
+            f"speculators prepare-data --model {model_name(model) if model else 'TARGET_MODEL'} \\",
+            f"    --data {train_file} --output PREPARED \\",
+            f"    --seq-length {longest}  # {why}",
+        ]
+    )

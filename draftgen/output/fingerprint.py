@@ -72,6 +72,10 @@ def dataset_fingerprint(job: GenerationJob, dataset: DatasetSpec) -> dict[str, A
     # Added after outputs existed: recorded only when set, so their fingerprints stay as they were.
     if dataset.tool_result_name != "none":
         fields[f"{prefix}.toolResultName"] = dataset.tool_result_name
+    if dataset.history != "dataset":
+        fields[f"{prefix}.history"] = dataset.history
+    if dataset.split is not None:
+        fields[f"{prefix}.split"] = dataset.split
     # The sampling the dataset really uses (the job's, with the dataset's overrides applied).
     for key in sorted(sampling):
         fields[f"{prefix}.sampling.{key}"] = sampling[key]

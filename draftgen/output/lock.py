@@ -33,7 +33,14 @@ from typing import Any
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.errors import RunError
 
-__all__ = ["LEASE_FILE", "LOCK_FILE", "OutputLock", "OutputLocked", "current_writer"]
+__all__ = [
+    "LEASE_FILE",
+    "LOCK_FILE",
+    "OutputLock",
+    "OutputLocked",
+    "current_writer",
+    "writer_gone",
+]
 
 log = logging.getLogger("draftgen.generate")
 
@@ -93,6 +100,22 @@ def current_writer(directory: Path, stale_seconds: float = 60.0) -> str | None:
     fresh = lease is not None and time.time() - lease.heartbeat_at < stale_seconds
     if lease and fresh and (lease.host != socket.gethostname() or _pid_alive(lease.pid)):
         return lease.owner()
+    return None
+
+
+def writer_gone(directory: Path, stale_seconds: float = 60.0) -> str | None:
+    """Why no run writes to `directory` now, from its lease alone, or None when one seems to.
+    It never takes the lock (`current_writer` does, for a moment): a reader polling every second
+    (`draftgen top`) must not make a starting run find the lock held. A run that ended releases
+    its lease; one killed leaves it naming a process gone (this host) or a heartbeat gone stale."""
+    lease = Lease.read(Path(directory) / LEASE_FILE)
+    if lease is None:
+        return "no run holds it (the last one ended)"
+    if lease.host == socket.gethostname() and not _pid_alive(lease.pid):
+        return f"{lease.owner()}, the run that held it, no longer runs (killed?)"
+    age = time.time() - lease.heartbeat_at
+    if age >= stale_seconds:
+        return f"the lease of {lease.owner()} has had no heartbeat for {age:,.0f} s"
     return None
 
 

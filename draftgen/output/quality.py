@@ -35,8 +35,9 @@ __all__ = [
 
 CHAIN_END = "chain_end"
 """The field of a record's `meta` that says why a chain ended at that record (the on-policy
-chains write it: a reason string, or an object with `reason`). Read by name: declaring the field
-on `Meta` is all the wiring it needs."""
+chains write it on a chain's last record)."""
+CHAIN_COMPLETE = "complete"
+"""The `chain_end` of a chain that reached its conversation's last turn: not an early end."""
 
 DEGENERATE_REASON = "degenerate_repetition"
 """The reject reason of a reply caught in a loop under `onDegenerate: drop`."""
@@ -46,16 +47,10 @@ FINISH_REASONS = ("stop", "length", ABORT)
 
 
 def chain_end(record: Record) -> str | None:
-    """Why the record's chain ended early at it (None: it did not, or no chains)."""
-    meta = record.meta
-    if meta is None:
-        return None
-    value = getattr(meta, CHAIN_END, None)
-    if value is None and meta.read_from is not None:
-        value = meta.read_from.get(CHAIN_END)
-    if isinstance(value, dict):
-        value = value.get("reason")
-    return value if isinstance(value, str) and value else None
+    """Why the record's chain ended early at it (None: it did not end there, it completed, or
+    the record is of no chain)."""
+    end = None if record.meta is None else getattr(record.meta, CHAIN_END, None)
+    return end if isinstance(end, str) and end and end != CHAIN_COMPLETE else None
 
 
 def is_degenerate(record: Record) -> bool:

@@ -72,6 +72,11 @@ class Meta:
     """Facts from the input side (`num_tools`, `prompt_messages`, `normalized`, `tool_fallback`)."""
     dp_rank: int | None = optional()
     """The server's data-parallel rank the request was pinned to (servers with several ranks)."""
+    chain: dict[str, Any] | None = optional()  # noqa: RUF009
+    """`history: regenerated`: the chain this turn belongs to, `{"id": "<dataset>/<row key>",
+    "turns": assistant turns the conversation asks for}`."""
+    chain_end: str | None = optional()
+    """On a chain's last record: why the chain ended there (docs/output-format.md)."""
     reply: dict[str, Any] | None = optional()  # noqa: RUF009
     """What the reply holds, read from its ids: `reasoning`, `tool_call` (docs/quality.md)."""
     degenerate: dict[str, Any] | None = optional()  # noqa: RUF009
@@ -106,6 +111,8 @@ class Meta:
             created_at=_float(at),
             sample=sample if isinstance(sample, dict) else None,
             dp_rank=_int(data.get("dp_rank")),
+            chain=data.get("chain") if isinstance(data.get("chain"), dict) else None,
+            chain_end=data.get("chain_end") if isinstance(data.get("chain_end"), str) else None,
             reply=_dict(data.get("reply")),
             degenerate=_dict(data.get("degenerate")),
             read_from=data,

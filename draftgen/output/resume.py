@@ -18,6 +18,8 @@ from draftgen.spec import Budget
 
 log = logging.getLogger(__name__)
 
+CHAIN_PROMPT_TAIL = 32  # = generator's chains.PROMPT_TAIL (the output layer imports no generator)
+
 
 @dataclass
 class DatasetState:
@@ -42,6 +44,12 @@ class DatasetState:
     corrupt_lines: int = 0
     """Unreadable lines in the middle of a shard (skipped, never counted)."""
     duplicates: int = 0
+    chains_open: dict[str, dict[int, tuple[list[int], list[int]]]] = field(default_factory=dict)
+    """`history: regenerated`: each chain not ended, per turn written the last ids of its prompt
+    and its output ids (the next prompt is rebuilt from them; only chains in flight or cut by a
+    budget are held)."""
+    chains_ended: set[str] = field(default_factory=set)
+    """Chains whose last record says why they ended (`meta.chain_end`)."""
 
 
 def scan_dataset(
@@ -79,6 +87,7 @@ def scan_dataset(
             state.done_ids.add(rec.id)
             state.lengths.append(rec.completion_tokens)
             state.ledger.add_record(rec)
+            _note_chain(state, rec)
         state.next_shard, state.records_in_shard = index, count
     rejects = layout.rejects_file(directory)
     if rejects.exists():
@@ -98,3 +107,16 @@ def scan_dataset(
                 state.done_ids.add(rej.id)  # answered, and dropped: a rerun would loop again
     state.torn_bytes = sum(t.bytes for t in torn)
     return state
+
+
+def _note_chain(state: DatasetState, rec: Record) -> None:
+    chain = rec.meta.chain if rec.meta is not None else None
+    cid = chain.get("id") if chain else None
+    if not isinstance(cid, str) or rec.turn is None:
+        return
+    if rec.meta is not None and rec.meta.chain_end is not None:
+        state.chains_ended.add(cid)
+        state.chains_open.pop(cid, None)
+    elif cid not in state.chains_ended:
+        tail = rec.input_ids[-CHAIN_PROMPT_TAIL:]
+        state.chains_open.setdefault(cid, {})[rec.turn] = (tail, rec.output_ids)

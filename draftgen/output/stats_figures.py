@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from draftgen.output.chain_counts import ChainCounts
 from draftgen.output.counts import DatasetCounts
 from draftgen.output.figures import DatasetFigures, state_text
 from draftgen.output.ledger import Ledger
@@ -30,6 +31,8 @@ class DatasetStats(DatasetCounts):
     exhausted: bool | None = None
     torn_shards: list[str] = field(default_factory=list)
     """Shards whose last line is a write cut short (not counted, as resume drops it)."""
+    chains: ChainCounts = field(default_factory=ChainCounts)
+    """`history: regenerated`: how far the chains got (`chain_counts.py`)."""
     first_at: float | None = None
     last_at: float | None = None
     """Write times of the first and last record (`meta.created_at`)."""
@@ -113,6 +116,7 @@ class DatasetStats(DatasetCounts):
                 for rank, c in sorted(self.by_rank.items())
             },
             "rejects_by_reason": dict(sorted(self.rejects_by_reason.items())),
+            "chains": self.chains.to_json() if self.chains.started else None,
             "quality": self.quality.as_dict(),
             "unreadable_lines": self.unreadable,
             "torn_shards": list(self.torn_shards),

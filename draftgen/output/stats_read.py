@@ -213,6 +213,8 @@ def _read_file(st: DatasetStats, path: Path, done_ids: set[str], warnings: list[
         if rank is not None:  # a server with several data-parallel ranks: which one made it
             st.by_rank.setdefault(rank, DatasetCounts()).count(prompt, completion)
         st.truncated += truncated
+        if shape == "draftgen":
+            st.chains.count(rec)
         _count_quality(st.quality, rec, shape, completion, truncated)
         tokens += completion
         at = _created_at(rec)

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import Field, StrictInt, field_validator, model_validator
 
+from draftgen.contract.dataset_location import HUB_DATASETS, parse_hub_dataset
+
 from .base import SpecModel
 from .planning import ExpectedLengths
 from .quantity import Quantity
@@ -63,8 +65,17 @@ class DatasetSpec(SpecModel):
     `-` and `_`, at most 63 characters)."""
 
     source: str = Field(min_length=1)
-    """JSONL, Parquet or CSV/TSV file (or a directory of them): a path, relative to the job file when run
-    locally and inside `spec.inputs` in a cluster, or a `file://` URI."""
+    """JSONL, Parquet, CSV/TSV or Arrow file (or a directory of them): a path, relative to the job
+    file when run locally and inside `spec.inputs` in a cluster, or a `file://` URI. A directory
+    written by `datasets`' `save_to_disk` is recognized by its shape;
+    `hf://datasets/ORG/NAME[@REV][/PATH]` is a dataset in the local Hugging Face hub cache
+    (`HF_HUB_CACHE`, `HF_HOME`), never downloaded (docs/input-formats.md)."""
+
+    split: str | None = Field(default=None, pattern=r"^\w+(\.\w+)*$")
+    """Which split of a Hugging Face dataset (a `save_to_disk` DatasetDict, an `hf://datasets/`
+    source, or a directory laid out like one: `train`, `validation`, `test`, ...). Unset, a dataset
+    of one split is read whole and one of several is refused with their names; a plain
+    directory is read whole."""
 
     format: DatasetFormat
     """Row shape: `messages` (OpenAI), `sharegpt`, `glaive` (function calling v2), `prompt`, or
@@ -84,6 +95,15 @@ class DatasetSpec(SpecModel):
     turns: Literal["last", "all"] = "last"
     """`last` regenerates the final assistant turn; `all` every assistant turn in order, each
     conditioned on the conversation before it."""
+
+    history: Literal["dataset", "regenerated"] = "dataset"
+    """With `turns: all`, what earlier assistant turns a prompt carries: `dataset` the
+    conversation as the dataset wrote it (every turn an independent sample); `regenerated` the
+    target's own earlier replies — the conversation becomes a chain, turn k+1 prompted by the
+    given user and tool turns and what the target answered at turns 0..k (parsed by the family's
+    rules, re-rendered by the chat template as a server would for a client sending the
+    conversation back). A chain ends early, recorded in `meta.chainEnd`, when a reply's tool
+    calls differ from the dataset's (docs/input-formats.md)."""
 
     tool_result_name: Literal["none", "function"] = "none"
     """How the tool results draftgen builds from `sharegpt` observations and `glaive` FUNCTION
@@ -112,11 +132,19 @@ class DatasetSpec(SpecModel):
     @field_validator("source")
     @classmethod
     def _source(cls, value: str) -> str:
+        if value.startswith(HUB_DATASETS):
+            parse_hub_dataset(value)  # ValueError: how to write it
+            return value
         path = value.removeprefix("file://")
+        if value.startswith("hf://"):
+            raise ValueError(
+                f"{value!r}: a dataset on the hub is hf://datasets/ORG/NAME (read from the local "
+                "hub cache); hf://ORG/NAME names a model"
+            )
         if "://" in path:
             raise ValueError(
-                f"{value!r}: only local paths and file:// URIs are read; copy the data onto the "
-                "inputs volume"
+                f"{value!r}: only local paths, file:// URIs and hf://datasets/ORG/NAME (in the "
+                "local hub cache) are read; copy the data onto the inputs volume"
             )
         if ".." in path.replace("\\", "/").split("/"):
             raise ValueError(
@@ -141,5 +169,10 @@ class DatasetSpec(SpecModel):
             raise ValueError(
                 f"turns: `all` needs conversations, but format {self.format} has a single prompt "
                 "per row; use turns: last"
+            )
+        if self.history == "regenerated" and self.turns != "all":
+            raise ValueError(
+                "history: `regenerated` chains every assistant turn of a conversation, but turns "
+                f"is {self.turns}; set turns: all, or history: dataset"
             )
         return self

@@ -95,6 +95,9 @@ class Snapshot:
     """The source could not be read at all (nothing below is real)."""
     notes: tuple[str, ...] = ()
     """Things a person should know about the figures (a fallback taken, a stale file)."""
+    stopped: str | None = None
+    """Why nothing works on the job although it is not done (a generator killed): the figures
+    are its last, and the job is not running."""
 
 
 class History:
@@ -160,6 +163,9 @@ class Totals:
     """Wall-clock seconds the job should finish at (None: unknown)."""
     rejects: int
     done: bool
+    state: str = "running"
+    """`done`, `running`, `stopped` (not done, nothing writes it) or `no data` (the source read
+    nothing): never `running` beside data that is absent or stale."""
 
 
 @dataclass(frozen=True)
@@ -272,7 +278,11 @@ def build_view(history: Sequence[Snapshot]) -> View:
     done = bool(snap.job_done) or (
         bool(snap.datasets) and all(r.state != "running" and r.state != "waiting" for r in rows)
     )
-    eta = _job_eta(snap, rate, done)
+    state = (
+        "done" if done else "no data" if snap.error is not None else "stopped" if snap.stopped
+        else "running"
+    )  # fmt: skip
+    eta = _job_eta(snap, rate, done) if state in ("done", "running") else None
     budgets = [d.budget.completion_tokens for d in snap.datasets]
     completion_budget = sum(b for b in budgets if b) if budgets and all(budgets) else None
     fraction = None
@@ -292,6 +302,7 @@ def build_view(history: Sequence[Snapshot]) -> View:
         finish_at=None if eta is None else snap.at + eta,
         rejects=sum(d.rejects for d in snap.datasets),
         done=done,
+        state=state,
     )
     return View(
         source=snap.source,
@@ -301,7 +312,7 @@ def build_view(history: Sequence[Snapshot]) -> View:
         servers=servers,
         totals=totals,
         alarms=tuple(_alarms(snap)),
-        notes=snap.notes,
+        notes=snap.notes + ((snap.stopped,) if snap.stopped else ()),
     )
 
 

@@ -6,6 +6,7 @@ for counts)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from draftgen.contract import metrics as names
@@ -145,8 +146,22 @@ def parse_job_manifest(data: Any) -> ManifestReading:
         throughput=float(rate) if isinstance(rate, int | float) else None,
         eta_seconds=float(eta) if isinstance(eta, int | float) else None,
         job_done=data.get("done") if isinstance(data.get("done"), bool) else None,
-        updated_at=float(updated) if isinstance(updated, int | float) else None,
+        updated_at=_epoch(updated),
     )
+
+
+def _epoch(value: Any) -> float | None:
+    """The manifest's `updated_at`: RFC 3339 as the generator writes it (`2026-12-01T14:08:00Z`),
+    or epoch seconds; None when it is neither."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def spec_budgets(job: dict[str, Any]) -> dict[str, Budget]:

@@ -82,6 +82,12 @@ def abbreviate(names: list[str], width: int = NAME_WIDTH) -> list[str]:
     return out
 
 
+JOB_STATE = {
+    "done": ("DONE", "bold green"),
+    "running": ("running", "bold cyan"),
+    "stopped": ("STOPPED", "bold white on red"),  # not done and nothing writes it: a kill
+    "no data": ("state unknown", "bold white on red"),  # beside NO DATA: never "running"
+}
 STATE_STYLE = {"running": "cyan", "done": "green", "no rows": "yellow", "waiting": "dim"}
 VERDICT_STYLE = {
     Verdict.SATURATED: "bold white on red",
@@ -191,7 +197,7 @@ def render(
     parts: list[RenderableType] = [title]
     for alarm in view.alarms:
         parts.append(Text(f" {alarm} ", style="bold white on red"))
-    state = "DONE" if t.done else "running"
+    state, state_style = JOB_STATE[t.state]
     finished = sum(1 for d in view.datasets if d.state not in ("running", "waiting"))
     progress = (
         f"{share(t.fraction)} of the token budget"
@@ -205,7 +211,7 @@ def render(
     parts.append(
         Text.assemble(
             ("job ", "bold"),
-            (state, "bold green" if t.done else "bold cyan"),
+            (state, state_style),
             f"  {progress}",
             f"  completion {of(t.completion_tokens, t.completion_budget)}",
             f"  prompt {count(t.prompt_tokens)}",
@@ -219,7 +225,10 @@ def render(
             (f"{rate(t.rate)} tok/s", "bold"),
             f"  ETA {duration(t.eta_seconds)}",
             "  finish ",
-            ("done" if t.done else clock(t.finish_at, view.at), "bold"),
+            (
+                "done" if t.done else clock(t.finish_at, view.at) if t.state == "running" else "-",
+                "bold",
+            ),
         )
     )
     if view.datasets:

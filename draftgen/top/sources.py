@@ -20,14 +20,17 @@ from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.layout import job_manifest
 from draftgen.contract.metrics import PageError
 from draftgen.errors import DraftgenError
+from draftgen.output.lock import writer_gone
 from draftgen.output.manifest import NewerSchema, read_manifest
+from draftgen.timefmt import rfc3339
 
 from . import readings
 from .model import ServerReading, Snapshot
 
 TIMEOUT_SECONDS = 3.0
 STALE_SECONDS = 60.0
-"""A job manifest older than this while the job is not done: the generator is not writing."""
+"""A job manifest (or its run's lease heartbeat) older than this while the job is not done: the
+generator is not writing."""
 
 
 class NoCluster(DraftgenError):
@@ -76,12 +79,20 @@ class DirectorySource:
             return Snapshot(source, now, servers=servers, error=str(err))
         except (OSError, ValueError) as err:  # a torn or foreign file: try again next time
             return Snapshot(source, now, servers=servers, error=f"{path}: {err}"[:300])
-        notes = []
-        if got.updated_at is not None and not got.job_done and now - got.updated_at > STALE_SECONDS:
-            notes.append(
-                f"{path.name} last written {now - got.updated_at:,.0f}s ago: is the generator "
-                "still running?"
-            )
+        stopped = None
+        if not got.job_done:
+            # Killed, a generator leaves a manifest that says running: its lease (or the
+            # manifest's age) says whether anything still writes it.
+            gone = writer_gone(self.directory, STALE_SECONDS)
+            age = None if got.updated_at is None else now - got.updated_at
+            if gone is None and age is not None and age > STALE_SECONDS:
+                gone = f"{path.name} was last written {age:,.0f} s ago"
+            if gone is not None:
+                stopped = (
+                    f"no generator writes {self.directory}: {gone}; the figures are as of "
+                    + (rfc3339(got.updated_at) if got.updated_at is not None else "its last write")
+                    + " (draftgen generate resumes it)"
+                )
         # The figures are as of the manifest's write (every 5 s), not of this read: rates over
         # two reads of the same manifest are unknown, not zero.
         at = got.updated_at if got.updated_at is not None and got.updated_at <= now else now
@@ -93,7 +104,7 @@ class DirectorySource:
             throughput=got.throughput,
             eta_seconds=got.eta_seconds,
             job_done=got.job_done,
-            notes=tuple(notes),
+            stopped=stopped,
         )
 
     def close(self) -> None:

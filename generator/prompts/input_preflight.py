@@ -29,11 +29,13 @@ from draftgen.errors import DraftgenError
 from draftgen.generator.prompts.inputs import dataset_files, iter_samples
 from draftgen.generator.prompts.integrity import IntegrityError
 from draftgen.generator.prompts.pretokenize import TokenizerContext, TokenizerError, open_tokenizer
+from draftgen.generator.prompts.replies import UnknownReplyFamily
 from draftgen.generator.prompts.samples import Reject
 from draftgen.generator.rows.sources import SourceError
 from draftgen.spec import DatasetSpec, GenerationJob
 from draftgen.spec.status import DatasetPreflight, PreflightStatus, PromptLengths
 
+UNREADABLE_GROUP = "unreadable_row_group"
 FORMAT_FIX = (
     "check that format: {fmt} matches the file (docs/input-formats.md: messages, sharegpt, "
     "glaive, prompt, pretokenized), or fix the row"
@@ -53,7 +55,7 @@ def _open_source(dataset: DatasetSpec, base_dir: Path, confine: Path | None) -> 
     try:
         files = dataset_files(dataset, base_dir)
     except SourceError as err:
-        return f"{where}: {err}"
+        return f"spec.datasets[{dataset.name}].{err.field}: {err}"
     if confine is not None:
         outside = [f for f in files if not f.resolve().is_relative_to(confine.resolve())]
         if outside:
@@ -83,12 +85,19 @@ def check_dataset(
         return report, False
     seen_rows: set[int] = set()
     first: Reject | None = None
+    damaged = ""  # the first damaged Parquet row group's reject detail
     rejects: Counter[str] = Counter()
     lengths: list[int] = []
     integrity = False
     items = iter_samples(job, dataset, base_dir=base_dir, tokenizer_ctx=ctx)
     try:
         for item in itertools.takewhile(lambda _: len(seen_rows) < rows, items):
+            if isinstance(item, Reject) and item.reason == UNREADABLE_GROUP:
+                # Damage, not a wrong format: its rows neither count as the rows read nor
+                # stand for the file (the job reads the other groups).
+                damaged = damaged or item.detail
+                rejects[item.reason] += 1
+                continue
             if not seen_rows and isinstance(item, Reject):
                 first = item
             seen_rows.add(item.source_index)
@@ -99,7 +108,9 @@ def check_dataset(
     except IntegrityError as err:
         report.problem, integrity = f"spec.datasets[{dataset.name}]: {err}", True
     except SourceError as err:
-        report.problem = f"spec.datasets[{dataset.name}].source: {err}"
+        report.problem = f"spec.datasets[{dataset.name}].{err.field}: {err}"
+    except UnknownReplyFamily as err:  # history: regenerated needs the replies parsed back
+        report.problem = f"spec.datasets[{dataset.name}].history: {err}; fix: {err.fix}"
     finally:
         getattr(items, "close", lambda: None)()  # stop the render stream's read-ahead
     report.rows_read, report.samples = len(seen_rows), len(lengths)
@@ -119,6 +130,16 @@ def check_dataset(
         report.warning = (
             f"spec.datasets[{dataset.name}]: its first row (index {first.source_index}) is "
             f"rejected as {first.reason}; {FORMAT_FIX.format(fmt=dataset.format)}"
+        )
+    if damaged and not report.problem:
+        report.warning = "; ".join(
+            w
+            for w in (
+                report.warning,
+                f"spec.datasets[{dataset.name}]: {damaged}; its rows are recorded as "
+                f"{UNREADABLE_GROUP} rejects and the other row groups are read",
+            )
+            if w
         )
     report.passed = not report.problem
     return report, integrity

@@ -16,11 +16,19 @@ pull it in a thread (`await asyncio.to_thread(next, it, None)`); the worker pool
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from draftgen.generator.prompts.chains import (
+    ChainResume,
+    ChainState,
+    ChainSteps,
+    chain_row,
+    prompt_for,
+    replay,
+)
 from draftgen.generator.prompts.integrity import (
     STRICT_TOOL_SAMPLES,
     IntegrityError,
@@ -34,6 +42,7 @@ from draftgen.generator.prompts.pretokenize import (
 )
 from draftgen.generator.prompts.samples import TOOL_FALLBACK, Reject, Sample
 from draftgen.generator.rows.formats import RowError, parse_conversation, parse_pretokenized
+from draftgen.generator.rows.hf import source_files
 from draftgen.generator.rows.identity import (
     explicit_id,
     has_question,
@@ -43,7 +52,7 @@ from draftgen.generator.rows.identity import (
     select_turns,
 )
 from draftgen.generator.rows.selection import select_rows
-from draftgen.generator.rows.sources import SourceError, list_files, resolve_source
+from draftgen.generator.rows.sources import SourceError
 from draftgen.spec import DatasetSpec, GenerationJob
 
 __all__ = [
@@ -64,11 +73,13 @@ class _Pending:
     prompt_messages: int
     num_tools: int
     normalized: tuple[str, ...] = ()
+    chain: ChainState | None = None
 
 
 def dataset_files(dataset: DatasetSpec, base_dir: Path) -> list[Path]:
-    """The files a dataset reads; raises `SourceError` when there are none."""
-    return list_files(resolve_source(dataset.source, base_dir))
+    """The files a dataset reads (its `source`, and `split` among a Hugging Face dataset's);
+    raises `SourceError` when there are none."""
+    return source_files(dataset.source, dataset.split, base_dir)
 
 
 def _key_hash(key: str) -> int:
@@ -93,9 +104,11 @@ def _plan(
     ctx: TokenizerContext,
     skip_ids: Container[str],
     max_prompt_tokens: int | None,
+    chains: ChainResume | None = None,
 ) -> Iterator[Any]:
     """Rows → finished items (rejects, pretokenized samples) and `RenderJob`s, in order."""
     name = dataset.name
+    steps: ChainSteps | None = None
     seen: set[int] = set()  # 8-byte hashes of the keys taken so far
     repeats: dict[int, int] = {}  # copies seen of rows repeated verbatim
     bad: dict[str, int] = {}  # copies seen of each unreadable line
@@ -145,6 +158,13 @@ def _plan(
         except RowError as err:
             yield Reject(name, row.index, None, err.reason, err.detail)
             continue
+        if dataset.history == "regenerated":
+            if steps is None:
+                steps = ChainSteps(ctx)
+            job = _chain_start(name, key, row.index, conv, steps, chains or ChainResume())
+            if job is not None:
+                yield job
+            continue
         for turn, prompt in select_turns(conv.messages, dataset.turns):
             sid = sample_id(name, key, turn)
             if sid in skip_ids:
@@ -165,6 +185,43 @@ def _plan(
             )
 
 
+def _chain_start(
+    name: str, key: str, index: int, conv: Any, steps: ChainSteps, chains: ChainResume
+) -> Any:
+    """The render job of a chain's next turn: its first, or (resumed) the one after the turns
+    already written, prompted by their replies as rebuilt from their output ids. None: nothing
+    left to do (ended, complete, or written turns that no longer replay as a chain)."""
+    row = chain_row(f"{name}/{key}", conv.messages, conv.tools, conv.normalized)
+    if row.id in chains.ended or not row.turns:
+        return None
+    written = chains.open.get(row.id, {})
+    state = replay(row, written, steps.reply) if written else ChainState(row)
+    if state is None or state.turn >= row.turns:
+        return None
+    messages = prompt_for(state)
+    if not has_question(messages):
+        return Reject(
+            name,
+            index,
+            sample_id(name, key, state.turn),
+            "empty_conversation",
+            f"assistant turn {state.turn} has only system messages before it",
+        )
+    return RenderJob(
+        messages,
+        conv.tools,
+        _Pending(
+            sample_id(name, key, state.turn),
+            index,
+            state.turn,
+            len(messages),
+            len(conv.tools or ()),
+            conv.normalized,
+            state,
+        ),
+    )
+
+
 def _too_long(name: str, index: int, sid: str, n: int, limit: int) -> Reject:
     return Reject(
         name,
@@ -183,6 +240,7 @@ def iter_samples(
     tokenizer_ctx: TokenizerContext,
     skip_ids: Container[str] = (),
     max_prompt_tokens: int | None = None,
+    chains: ChainResume | None = None,
 ) -> Iterator[Sample | Reject]:
     """The dataset's samples and rejects, lazily, in selection order (see the module docstring).
 
@@ -195,7 +253,7 @@ def iter_samples(
     prefix = job.spec.model.generation_prefix
     rendered_count = 0
     tool_count = 0
-    units = _plan(dataset, Path(base_dir), tokenizer_ctx, skip_ids, max_prompt_tokens)
+    units = _plan(dataset, Path(base_dir), tokenizer_ctx, skip_ids, max_prompt_tokens, chains)
     for unit, rendered in tokenizer_ctx.render_stream(units):
         if not isinstance(unit, RenderJob):
             yield unit
@@ -252,25 +310,39 @@ def iter_samples(
             info["normalized"] = list(p.normalized)
         if rendered.tool_fallback is not None:
             info[TOOL_FALLBACK] = rendered.tool_fallback
-        yield Sample(p.id, name, p.source_index, p.turn, rendered.ids, info)
+        yield Sample(p.id, name, p.source_index, p.turn, rendered.ids, info, chain=p.chain)
 
 
-def sample_source(
-    job: GenerationJob, base_dir: Path, tokenizer_ctx: TokenizerContext
-) -> Callable[[DatasetSpec, Container[str], int | None], Iterator[Sample | Reject]]:
+class _Source:
     """`iter_samples` bound to one job and tokenizer: what the Runner reads each dataset from
-    (`source(dataset, skip_ids, max_prompt_tokens)`, `run.SampleSource`)."""
+    (`source(dataset, skip_ids, max_prompt_tokens[, chains])`, `run.SampleSource`), and the
+    `ChainSteps` its chains continue with (`chain_steps()`)."""
 
-    def source(
-        dataset: DatasetSpec, skip_ids: Container[str], max_prompt_tokens: int | None
+    def __init__(self, job: GenerationJob, base_dir: Path, ctx: TokenizerContext) -> None:
+        self.job, self.base_dir, self.ctx = job, base_dir, ctx
+
+    def __call__(
+        self,
+        dataset: DatasetSpec,
+        skip_ids: Container[str],
+        max_prompt_tokens: int | None,
+        chains: ChainResume | None = None,
     ) -> Iterator[Sample | Reject]:
         return iter_samples(
-            job,
+            self.job,
             dataset,
-            base_dir=base_dir,
-            tokenizer_ctx=tokenizer_ctx,
+            base_dir=self.base_dir,
+            tokenizer_ctx=self.ctx,
             skip_ids=skip_ids,
             max_prompt_tokens=max_prompt_tokens,
+            chains=chains,
         )
 
-    return source
+    def chain_steps(self) -> ChainSteps:
+        fallback = {d.name: d.on_tool_fallback for d in self.job.spec.datasets}
+        return ChainSteps(self.ctx, fallback)
+
+
+def sample_source(job: GenerationJob, base_dir: Path, tokenizer_ctx: TokenizerContext) -> _Source:
+    """`iter_samples` bound to one job and tokenizer (`_Source`)."""
+    return _Source(job, base_dir, tokenizer_ctx)

@@ -217,6 +217,17 @@ class TokenizerContext:
         for proc in procs:
             proc.join(timeout=5)
 
+    def render_one(self, messages: list[dict], tools: list[dict] | None) -> Rendered:
+        """One prompt (a chain's next turn), on a worker when there are any, so the generator's
+        own process keeps its CPU for the requests; blocking: call it from a thread."""
+        if self._pool is not None:
+            try:
+                return _unpack(self._pool.submit(_render_batch, [(messages, tools)]).result()[0])
+            except (BrokenProcessPool, RuntimeError):  # shut down meanwhile: render here
+                pass
+        with self._inline_lock:
+            return self.renderer.render(messages, tools)
+
     def render_stream(self, units: Iterable[Any]) -> Iterator[tuple[Any, Rendered | None]]:
         """`(unit, rendered)` in input order: each `RenderJob` with its result, anything else
         passed through with None. At most `prefetch` batches are being rendered ahead."""

@@ -38,6 +38,9 @@ class Sample:
     apply `normalized` (what the format's rules changed, e.g. `glaive_quoted_arguments`) and
     `tool_fallback` (why the tools were declared in a fallback form)."""
 
+    chain: Any = None
+    """`history: regenerated`: the chain at this turn (`chains.ChainState`), else None."""
+
 
 @dataclass(frozen=True, slots=True)
 class Reject:

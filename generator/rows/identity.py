@@ -21,6 +21,8 @@ Turns (`spec.datasets[].turns`):
   10 sequential round trips and block resume on partial chains); and later user turns and tool
   responses were written as answers to the *given* assistant turns and tool calls, so they stay
   consistent with the history only if that history is kept.
+  With `history: regenerated` the turns become a chain instead, each prompted by the target's
+  own earlier replies (`generator/prompts/chains.py`); the sample ids stay the same.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reading dataset sources: JSONL, Parquet and CSV/TSV files, or directories of them, row by row.
+"""Reading dataset sources: JSONL, Parquet, CSV/TSV and Arrow files, or directories of them, row by row.
 
 Rows are numbered 0, 1, 2, ... across the files in name order (blank JSONL lines do not count),
 which is the `source_index` of every sample and reject. A row that cannot be read — invalid
@@ -9,7 +9,9 @@ source is a `SourceError` (the whole dataset is wrong, not a row).
 
 Reading is lazy: `iter_rows` streams; `RowIndex` (for `selection: shuffle`) makes one cheap pass
 that keeps only a byte offset (JSONL) or a row-group position (Parquet) per row, then reads rows
-on demand.
+on demand. Arrow files (`.arrow`: the IPC *stream* format `datasets`' `save_to_disk` writes, or the
+IPC file format) are memory-mapped, not loaded. Which files a Hugging Face dataset's split holds is
+`hf`'s question; this module reads the files it is given.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".tsv")
 """A header row names the columns; every value is text (`spec.datasets[].columns` maps them)."""
+ARROW_SUFFIXES = (".arrow",)
+DATA_SUFFIXES = JSONL_SUFFIXES + PARQUET_SUFFIXES + CSV_SUFFIXES + ARROW_SUFFIXES
 _PARQUET_BATCH = 256
 # Decoded Parquet row groups kept (as compact Arrow tables) for random access under shuffle. A
 # source whose decoded size fits is decoded once; a larger one re-reads row groups as the shuffled
@@ -38,10 +42,16 @@ ROW_GROUP_CACHE_BYTES = 1 << 30
 
 
 class SourceError(DraftgenError, ValueError):
-    """A dataset source cannot be read at all (missing, empty, not JSONL/Parquet, corrupt)."""
+    """A dataset source cannot be read at all (missing, empty, not JSONL/Parquet, corrupt), or
+    its `split` names none of the dataset's splits (`field` says which of the two)."""
 
     exit_code = ExitCode.INVALID
     fix = "fix spec.datasets[].source for the dataset named"
+
+    def __init__(self, message: str, field: str = "source") -> None:
+        super().__init__(message)
+        self.field = field
+        """The dataset's field at fault: `source` or `split`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,20 +81,16 @@ def resolve_source(source: str, base_dir: Path) -> Path:
 
 def _is_data_file(path: Path) -> bool:
     name = path.name.lower()
-    return (
-        path.is_file()
-        and not name.startswith(".")
-        and name.endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES + CSV_SUFFIXES)
-    )
+    return path.is_file() and not name.startswith(".") and name.endswith(DATA_SUFFIXES)
 
 
 def list_files(path: Path) -> list[Path]:
     """The data files of a source: the file itself, or a directory's JSONL/Parquet files in name
     order (recursively, by relative path), so row numbers are the same on every run."""
     if path.is_file():
-        if not path.name.lower().endswith(JSONL_SUFFIXES + PARQUET_SUFFIXES + CSV_SUFFIXES):
+        if not path.name.lower().endswith(DATA_SUFFIXES):
             raise SourceError(
-                f"{path}: not a JSONL (.jsonl/.json/.ndjson), Parquet or CSV/TSV file; "
+                f"{path}: not a JSONL (.jsonl/.json/.ndjson), Parquet, CSV/TSV or Arrow file; "
                 "convert it or point source at one"
             )
         _refuse_json_array(path)
@@ -96,7 +102,8 @@ def list_files(path: Path) -> list[Path]:
         )
         if not files:
             raise SourceError(
-                f"{path}: directory holds no .jsonl or .parquet files; check the dataset's source"
+                f"{path}: directory holds no .jsonl, .parquet, .csv or .arrow files; check the "
+                "dataset's source"
             )
         for file in files:
             _refuse_json_array(file)
@@ -127,7 +134,7 @@ def _csv_rows(path: Path) -> list[dict[str, Any]]:
 def _refuse_json_array(path: Path) -> None:
     """A `.json` file that is one JSON array (ShareGPT's usual published shape) is not JSONL:
     its first line would be a `malformed_json` reject and every other line too. Say so at once."""
-    if _is_parquet(path) or _is_csv(path):
+    if not path.name.lower().endswith(JSONL_SUFFIXES):
         return
     with open(path, "rb") as fh:
         head = fh.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
@@ -142,6 +149,35 @@ def _refuse_json_array(path: Path) -> None:
 
 def _is_parquet(path: Path) -> bool:
     return path.name.lower().endswith(PARQUET_SUFFIXES)
+
+
+def _is_arrow(path: Path) -> bool:
+    return path.name.lower().endswith(ARROW_SUFFIXES)
+
+
+def arrow_table(path: Path) -> Any:
+    """An Arrow IPC file, stream format (`save_to_disk`'s) or file format, as one table over a
+    memory map: its rows are read from the page cache as they are sliced, never all loaded."""
+    import pyarrow as pa  # imported lazily: only Arrow and Parquet sources need it
+
+    try:
+        source = pa.memory_map(str(path))
+        if source.read(6) == b"ARROW1":  # the file format's magic; the stream format has none
+            return pa.ipc.open_file(source).read_all()
+        source.seek(0)
+        return pa.ipc.open_stream(source).read_all()
+    except (OSError, pa.ArrowException) as err:
+        raise SourceError(
+            f"{path}: not a readable Arrow IPC file ({' '.join(str(err).split())[:200]}); the file "
+            "is damaged or not Arrow: save the dataset again (datasets' save_to_disk)"
+        ) from None
+
+
+def _iter_arrow(path: Path, start: int) -> Iterator[RawRow]:
+    for batch in arrow_table(path).to_batches(max_chunksize=_PARQUET_BATCH):
+        for data in batch.to_pylist():
+            yield _parquet_row(start, data)
+            start += 1
 
 
 def decode_line(index: int, line: bytes, first: bool = False) -> RawRow:
@@ -245,6 +281,8 @@ def iter_rows(files: list[Path]) -> Iterator[RawRow]:
             rows: Iterator[RawRow] = (
                 RawRow(index + i, data) for i, data in enumerate(_csv_rows(path))
             )
+        elif _is_arrow(path):
+            rows = _iter_arrow(path, index)
         else:
             rows = _iter_parquet(path, index) if _is_parquet(path) else _iter_jsonl(path, index)
         for row in rows:
@@ -268,8 +306,14 @@ class RowIndex:
         self._cached_bytes = 0
         self._parquet: dict[int, Any] = {}
         self._csv: dict[int, list[dict[str, Any]]] = {}  # CSV rows may span lines: kept whole
+        self._arrow: dict[int, Any] = {}  # memory-mapped tables
         for f, path in enumerate(files):
-            if _is_csv(path):
+            if _is_arrow(path):
+                self._arrow[f] = arrow_table(path)
+                for r in range(self._arrow[f].num_rows):
+                    self._file_of.append(f)
+                    self._where.append(r)
+            elif _is_csv(path):
                 self._csv[f] = _csv_rows(path)
                 for r in range(len(self._csv[f])):
                     self._file_of.append(f)
@@ -297,6 +341,8 @@ class RowIndex:
         path = self.files[f]
         if f in self._csv:
             return RawRow(index, self._csv[f][where])
+        if f in self._arrow:
+            return _parquet_row(index, self._arrow[f].slice(where, 1).to_pylist()[0])
         if _is_parquet(path):
             group = where >> 32
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,10 @@ class Dataset:
     in_flight_prompt: int = 0
     series: list[dict] = field(default_factory=list)
     """Shard series of this dataset (see `fingerprint.py`)."""
+    continuations: deque[Sample] = field(default_factory=deque)
+    """Chains' next turns, rendered after their previous reply: sent before new chains."""
+    chain_left: dict[str, int] = field(default_factory=dict)
+    """Per chain going in this run: its turns not yet sent (`scheduling/chains.py`)."""
 
     @property
     def ledger(self) -> Ledger:
@@ -74,6 +79,7 @@ class Dataset:
             and self.feed.finished
             and self.pending is None
             and not self.flights
+            and not self.continuations
         )
 
 

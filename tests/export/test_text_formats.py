@@ -176,3 +176,32 @@ def test_conversation_form_prints_specforge_keys_for_kimi(kimi_run, tmp_path, ca
     assert "  train_only_last_turn: true" in printed.out
     _export(root, "specforge-conversations", tmp_path / "txt", "--specforge-text")
     assert "  is_preformatted: true" in capsys.readouterr().out
+
+
+def test_speculators_prints_its_seq_length_as_specforge_prints_its_config(
+    kimi_run, tmp_path, capsys
+):
+    """The `prepare-data` command with `--seq-length` the longest row (speculators cuts rows
+    at 8192 by default), printed and in the card, as the SpecForge export gives `max_length`."""
+    root, records = kimi_run
+    out = tmp_path / "spec"
+    rows = _export(root, "speculators", out, "--include-truncated")
+    longest = max(len(r["input_ids"]) for r in rows)
+    printed = capsys.readouterr().out
+    assert "speculators prepare-data command, also in the export's README.md:" in printed
+    command = printed.split("README.md:\n", 1)[1]
+    assert command.startswith("speculators prepare-data --model tiny-kimi \\\n")
+    assert f"    --data {out.resolve() / 'train.jsonl'} --output PREPARED \\\n" in command
+    assert f"    --seq-length {longest}  # the longest exported row (default 8192)" in command
+    card = (out / "README.md").read_text()
+    assert "The speculators prepare-data command for this export:" in card
+    assert "```sh\nspeculators prepare-data --model tiny-kimi" in card
+    assert f"--seq-length {longest} " in card
+
+
+def test_speculators_seq_length_hint_warns_past_its_default(tmp_path, capsys):
+    rec = record("long", 0, [1, 2, 3] * 3000, [4, 5], "stop")
+    root = write_output(tmp_path / "run", {"long": [rec]}, model=str(TINY_KIMI))
+    _export(root, "speculators", tmp_path / "o")
+    out = capsys.readouterr().out
+    assert "--seq-length 9002  # the longest exported row; the default 8192 would cut" in out

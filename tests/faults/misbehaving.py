@@ -45,7 +45,8 @@ GARBAGE = {
 class Misbehaving:
     """`mode`: `stall`, `5xx`, `reset`, or a key of GARBAGE (a list cycles per request)."""
 
-    def __init__(self, mode: str | list[str]) -> None:
+    def __init__(self, mode: str | list[str], abort_stalls: bool = False) -> None:
+        """`abort_stalls`: `/abort_request` too is accepted and not answered (until the end)."""
         self.modes = [mode] if isinstance(mode, str) else list(mode)
         self.generate_calls: list[dict] = []
         self.aborts: list[str] = []
@@ -89,6 +90,10 @@ class Misbehaving:
                 body = self._body()
                 if self.path == "/abort_request":
                     outer.aborts.append(str(body.get("rid")))
+                    if abort_stalls:
+                        outer._release.wait()
+                        self.close_connection = True
+                        return
                     self._send(200, "application/json", b"{}")
                     return
                 if self.path != "/generate":

@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from tests.gate import Gate
+
 from .gen_run import (
     Run,
     check_consistent,
@@ -64,35 +66,39 @@ def test_twenty_sigkills_then_the_same_output(tmp_path, tiny_kimi, sglang_server
     calm = check_consistent(tmp_path / "calm", datasets)
 
     out = tmp_path / "killed"
-    args = generate_args(job, sglang_server.url, out)
     rng = random.Random(20)
     kills, moments = 0, []
-    while kills < KILLS:
-        run = Run(args, tmp_path)
-        started = time.monotonic()
-        if rng.random() < 0.2:
-            # Early: while it loads the tokenizer, checks the server, starts the first requests.
-            delay = rng.uniform(0.0, 2.0)
-            ready = lambda: time.monotonic() - started >= delay  # noqa: E731
-        else:
-            # Mid-job: after 1-2 more records, at a random instant (often mid-write or with
-            # requests in flight).
-            target = record_count(out) + rng.randint(1, 2)
-            jitter = rng.uniform(0.0, 0.2)
-            reached: list[float] = []
+    # Through a gate: each run gets 1-2 more requests answered and the rest are held, so it can
+    # never finish before its kill, however fast or slow the machine (a head start can be lost).
+    with Gate(sglang_server.url, let_through=0) as gate:
+        args = generate_args(job, gate.url, out)
+        while kills < KILLS:
+            before, more = record_count(out), rng.randint(1, 2)
+            gate.allow(more)
+            run = Run(args, tmp_path)
+            started = time.monotonic()
+            if rng.random() < 0.2:
+                # Early: while it loads the tokenizer, checks the server, starts the first requests.
+                delay = rng.uniform(0.0, 2.0)
+                ready = lambda: time.monotonic() - started >= delay  # noqa: E731
+            else:
+                # Mid-job: once its 1-2 records are on disk, at a random instant after (often
+                # mid-write, always with held requests in flight).
+                jitter = rng.uniform(0.0, 0.2)
+                reached: list[float] = []
 
-            def ready() -> bool:
-                if not reached and record_count(out) >= target:
-                    reached.append(time.monotonic())
-                return bool(reached) and time.monotonic() - reached[0] >= jitter
+                def ready() -> bool:
+                    if not reached and record_count(out) >= before + more:
+                        reached.append(time.monotonic())
+                    return bool(reached) and time.monotonic() - reached[0] >= jitter
 
-        if not run.kill_when(ready):
-            break  # the job finished before this moment came: nothing left to interrupt
-        kills += 1
-        moments.append((round(time.monotonic() - started, 2), record_count(out)))
-    assert kills >= KILLS * 3 // 4, f"only {kills} kills landed before the job ended: {moments}"
-
-    code, log = Run(args, tmp_path).finish()
+            if not run.kill_when(ready):
+                break  # fewer than `more` samples were left: the job is done
+            kills += 1
+            moments.append((round(time.monotonic() - started, 2), record_count(out)))
+        gate.open()
+        code, log = Run(args, tmp_path).finish()
+    assert kills == KILLS, f"only {kills} kills landed before the job ended: {moments}"
     assert code == 0, log[-3000:]
     killed = check_consistent(out, datasets)
 

@@ -277,3 +277,26 @@ def test_damaged_parquet_page_rejects_its_row_group(contexts, fmt, selection):
     for reject in rejects:
         assert str(path) in reject.detail
         assert f"row group 1 (byte offset {offset}, 5 rows)" in reject.detail
+
+
+@pytest.mark.parametrize("selection", ["sequential", "shuffle"])
+def test_a_damaged_first_row_group_is_rejects_and_the_other_groups_are_read(contexts, selection):
+    """The first group damaged (more rows than the preflight reads): its rows are rejects naming
+    group 0, the later groups are samples, and `generate`'s preflight lets the job start."""
+    from draftgen.generator.prompts.input_preflight import check_inputs
+
+    base, ctxs = contexts
+    fmt = "prompt"
+    damaged = [_good(fmt, n) for n in range(40)]
+    rest = [*_lead(fmt), *(_good(fmt, n) for n in range(40, 45))]
+    path = base / f"{fmt}.parquet"
+    _write_parquet(path, [damaged, rest])
+    offset = _damage_group(path, 0)
+    items = _items(contexts, fmt, 1 if selection == "sequential" else 2)
+    rejects = _check(items, range(40), 40 + len(rest), "unreadable_row_group")
+    assert all(f"row group 0 (byte offset {offset}, 40 rows)" in r.detail for r in rejects)
+    job, ctx = ctxs[fmt]
+    report, code = check_inputs(job, base, ctx, strict=False, datasets=[job.spec.datasets[1]])
+    assert report.passed, report
+    (checked,) = report.datasets
+    assert checked.samples > 0 and "row group 0" in checked.warning

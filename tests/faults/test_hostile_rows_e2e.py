@@ -1,5 +1,6 @@
-"""A real `draftgen generate` run (real SGLang server) over hostile rows in JSONL and a Parquet
-file with a damaged row group: exit 0, each bad row a reject with its reason, every good row —
+"""A real `draftgen generate` run (real SGLang server) over hostile rows in JSONL and Parquet
+files with a damaged row group (a middle one; the first one, wider than the preflight's rows,
+which used to refuse the job): exit 0, each bad row a reject with its reason, every good row —
 those after the bad ones included — a sample. Before the fix the first such row ended the run
 with a traceback and no records."""
 
@@ -40,12 +41,18 @@ def test_hostile_rows_are_rejects_and_the_job_goes_on(tmp_path, tiny_kimi, sglan
                 pa.table({"prompt": [f"Name a colour, {group}.{i}." for i in range(3)]})
             )
     _damage_group(path, 1)
+    first = tmp_path / "first.parquet"
+    with pq.ParquetWriter(first, pa.schema([("prompt", pa.string())])) as writer:
+        writer.write_table(pa.table({"prompt": [f"Count to {i}." for i in range(40)]}))
+        writer.write_table(pa.table({"prompt": [f"Name a fruit, {i}." for i in range(3)]}))
+    _damage_group(first, 0)
     job = write_job(
         tmp_path,
         tiny_kimi,
         [
             {"name": "rows", "source": "rows.jsonl", "format": "messages"},
             {"name": "pq", "source": "rows.parquet", "format": "prompt"},
+            {"name": "first", "source": "first.parquet", "format": "prompt"},
         ],
         sampling={"maxNewTokens": 4},
     )
@@ -61,6 +68,11 @@ def test_hostile_rows_are_rejects_and_the_job_goes_on(tmp_path, tiny_kimi, sglan
     assert all(
         r["reason"] == "unreadable_row_group" and "row group 1" in r["detail"] for r in pq_rejects
     )
-    samples = check_consistent(out, ["rows", "pq"])
+    first_rejects = rejects(out / "first")
+    assert {r["source_index"] for r in first_rejects} == set(range(40))
+    assert all("row group 0" in r["detail"] for r in first_rejects)
+    assert "row group 0" in log and "the other row groups are read" in log  # the preflight warns
+    samples = check_consistent(out, ["rows", "pq", "first"])
     assert sorted(r["source_index"] for r in samples["rows"]) == [0, 4]
     assert sorted(r["source_index"] for r in samples["pq"]) == [0, 1, 2, 6, 7, 8]
+    assert sorted(r["source_index"] for r in samples["first"]) == [40, 41, 42]

@@ -72,7 +72,10 @@ def test_row_index_reads_any_row_of_jsonl_and_parquet(tmp_path, monkeypatch, cac
     "setup, message",
     [
         (lambda d: d / "missing.jsonl", "no such file"),
-        (lambda d: (d / "empty").mkdir() or d / "empty", "no .jsonl or .parquet"),
+        (
+            lambda d: (d / "empty").mkdir() or d / "empty",
+            "no .jsonl, .parquet, .csv or .arrow files",
+        ),
         (lambda d: (d / "x.txt").write_text("a,b") and d / "x.txt", "not a JSONL"),
         (
             lambda d: (d / "x.parquet").write_bytes(b"nope") and d / "x.parquet",

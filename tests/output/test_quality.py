@@ -76,14 +76,14 @@ def test_aborts_and_dropped_loops_come_from_rejects():
     assert d["degenerate"] == 2 and d["degenerate_dropped"] == 1
 
 
-def test_chain_end_is_read_by_field_name():
+def test_chains_ended_early_are_those_not_complete():
     plain = _record(0, 5)
     assert chain_end(plain) is None
     line = plain.to_json()
     line["meta"]["chain_end"] = "tool_call_diverged"
     assert chain_end(Record.from_json(line)) == "tool_call_diverged"
-    line["meta"]["chain_end"] = {"reason": "no_tool_call", "turn": 2}
-    assert chain_end(Record.from_json(line)) == "no_tool_call"
+    line["meta"]["chain_end"] = "complete"  # reached the conversation's last turn: not early
+    assert chain_end(Record.from_json(line)) is None
 
 
 def _write(root, records, rejects=()):

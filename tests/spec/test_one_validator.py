@@ -143,3 +143,15 @@ def test_cluster_only_rules_name_the_field_and_offer_local(tmp_path, capsys, spe
     assert code == ExitCode.INVALID and f"{field}: required" in err
     assert "(cluster rules)" in err and "draftgen validate --local" in err
     assert _validate(tmp_path, capsys, doc, "--local", "--spec-only")[0] == ExitCode.OK
+
+
+def test_a_hub_cache_dataset_is_refused_in_a_cluster_and_accepted_locally(tmp_path, capsys):
+    doc = _with(
+        _for_a_cluster(test_invalid_specs.BASE),
+        datasets=[{"name": "q", "source": "hf://datasets/org/q", "format": "prompt"}],
+    )
+    code, err = _validate(tmp_path, capsys, doc)
+    assert code == ExitCode.INVALID
+    assert "spec.datasets[0](q).source: hf://datasets/org/q is read from a local hub cache" in err
+    assert "onto the inputs volume" in err
+    assert _validate(tmp_path, capsys, doc, "--local", "--spec-only")[0] == ExitCode.OK

@@ -105,3 +105,12 @@ def test_spec_order_and_whole_budgets_from_the_generationjob():
         ("a", 1, Budget(completion_tokens=5)),
     ]
     assert merged[1].completion_tokens == 4 and merged[1].truncated is None
+
+
+def test_the_manifests_rfc3339_updated_at_is_read_as_a_moment():
+    """The generator writes `updated_at` as RFC 3339; read as a float it was always None, so a
+    stale manifest was never noticed."""
+    doc = {"datasets": {}, "done": False, "updated_at": "2026-12-01T14:08:00Z"}
+    assert readings.parse_job_manifest(doc).updated_at == 1796134080.0
+    assert readings.parse_job_manifest({**doc, "updated_at": 12.5}).updated_at == 12.5
+    assert readings.parse_job_manifest({**doc, "updated_at": "yesterday"}).updated_at is None

@@ -47,6 +47,11 @@ class EmulatorThread:
             self.url = str(srv.url).rstrip("/")
             self._ready.set()
             await self._stop.wait()
+            # Watches a test left open (an informer thread of a Reconciler it did not close)
+            # would hold the server's shutdown for its whole grace period: end them first.
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
 
     def start(self) -> EmulatorThread:
         self._thread.start()
