@@ -43,6 +43,7 @@ def run_exports(job: GenerationJob, records: Path, root: Path) -> list[ExportRes
             str(out),
             spec.format,
             include_truncated=o.include_truncated,
+            skip_degenerate=o.skip_degenerate,
             mix=tuple(o.mix),
             validation_fraction=o.validation_fraction,
             split_seed=o.split_seed,

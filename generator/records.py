@@ -15,8 +15,10 @@ from draftgen.generator.telemetry.metrics import GeneratorMetrics
 from draftgen.generator.telemetry.rate import eta_seconds
 from draftgen.output.ledger import Ledger
 from draftgen.output.manifest import DatasetManifest, JobManifest
+from draftgen.output.quality import DEGENERATE_REASON
 from draftgen.output.record import Meta, Record, reject_key_of
 from draftgen.output.record import Reject as RejectLine
+from draftgen.output.reply_facts import ReplyMarkers, repetition, reply_facts
 from draftgen.output.writer import DatasetWriter, atomic_write_json
 from draftgen.redact import redact_text, redact_url
 from draftgen.spec import GenerationJob
@@ -44,8 +46,10 @@ def generation_record(
     server: str,
     attempts: int,
     latency: float,
+    markers: ReplyMarkers | None = None,
 ) -> Record:
-    """One line of a shard: the prompt's ids, the server's answer, and how it was obtained."""
+    """One line of a shard: the prompt's ids, the server's answer, and how it was obtained;
+    what the reply holds read by `markers` (draftgen/output/reply_facts.py)."""
     return Record(
         id=sample.id,
         dataset=dataset,
@@ -66,7 +70,23 @@ def generation_record(
             created_at=time.time(),
             sample=sample.info or None,
             thinking=sample.thinking,
+            reply=reply_facts(sample.input_ids, result.output_ids, markers),
+            degenerate=repetition(result.output_ids),
         ),
+    )
+
+
+def degenerate_reject(sample: Sample, record: Record) -> Reject:
+    """The reject of a reply caught in a loop, under `onDegenerate: drop`."""
+    loop = (record.meta.degenerate if record.meta else None) or {}
+    return Reject(
+        record.dataset,
+        sample.source_index,
+        sample.id,
+        DEGENERATE_REASON,
+        f"reply caught in a loop: {loop.get('repeated_share', 0):.0%} of the "
+        f"{loop.get('ngram')}-grams of its last {loop.get('window')} tokens repeat "
+        f"({record.completion_tokens} tokens, finish_reason {record.finish_reason})",
     )
 
 
@@ -79,6 +99,7 @@ def reject_record(r: Reject) -> RejectLine:
         reason=r.reason,
         detail=redact_text(r.detail),
         created_at=time.time(),
+        finish_reason=r.finish_reason,
     )
 
 
@@ -111,6 +132,7 @@ def write_manifests(
         manifest.series = [{k: v for k, v in s.items() if k != "fingerprint"} for s in ds.series]
         ds.writer.write_manifest(manifest)
         manifests[ds.name] = manifest
+        metrics.update_quality(ds.ledger)
     job_manifest = JobManifest(
         job=job.metadata.name,
         model=job.spec.model.weights,

@@ -21,7 +21,13 @@ from typing import Any
 
 from draftgen.generator.prompts.chains import ChainResume
 from draftgen.generator.prompts.samples import Reject, Sample
-from draftgen.generator.records import generation_record, reject_key, reject_record, write_manifests
+from draftgen.generator.records import (
+    degenerate_reject,
+    generation_record,
+    reject_key,
+    reject_record,
+    write_manifests,
+)
 from draftgen.generator.run_settings import SampleSource, Settings
 from draftgen.generator.scheduling.admission import progress_speed
 from draftgen.generator.scheduling.chains import (
@@ -41,6 +47,8 @@ from draftgen.generator.telemetry.metrics import GeneratorMetrics, job_labels
 from draftgen.generator.telemetry.progress import Progress, RateMeter, eta_seconds, server_figures
 from draftgen.output.ledger import Ledger
 from draftgen.output.lock import OutputLock
+from draftgen.output.quality import is_degenerate
+from draftgen.output.reply_facts import markers_of
 from draftgen.output.writer import DiskFull
 from draftgen.spec import DatasetSpec, GenerationJob
 
@@ -67,6 +75,7 @@ class Runner:
         self.settings = settings
         self.source = source
         self.tokenizer = tokenizer
+        self.markers = None if tokenizer is None else markers_of(tokenizer)
         self.gen = job.spec.generator
         self.metrics = GeneratorMetrics(
             job_labels(
@@ -161,8 +170,8 @@ class Runner:
         ds.state.rejected.add(key)
         if key not in ds.state.failed_before:  # failed again: its line is already there
             ds.writer.write_reject(reject_record(r))
-        ds.ledger.add_reject(r.reason)
-        self.metrics.rejects.labels(ds.name, r.reason).inc()
+        ds.ledger.add_reject(r.reason, r.finish_reason)
+        self.metrics.reject(ds.name, r.reason, r.finish_reason)
 
     def _admit(self) -> None:
         """Start every request the budgets and the servers have room for. The datasets' ready
@@ -329,8 +338,19 @@ class Runner:
             return False  # e.g. the server came back with another model: nothing more lands
         sample = flight.sample
         record = generation_record(
-            ds.name, sample, result, params, flight.server.client.url, attempts, latency
+            ds.name,
+            sample,
+            result,
+            params,
+            flight.server.client.url,
+            attempts,
+            latency,
+            self.markers,
         )
+        if is_degenerate(record) and ds.spec.on_degenerate == "drop":
+            ds.state.done_ids.add(sample.id)  # answered: a rerun would loop the same way
+            self._reject(ds, degenerate_reject(sample, record))
+            return False  # not written: a chain ends here (a loop is no history to go on from)
         if flight.pool is not None and flight.pool.routed_rank is not None and record.meta:
             record.meta.dp_rank = flight.pool.routed_rank  # the rank it was pinned to
         if sample.chain is not None and record.meta:
@@ -355,6 +375,7 @@ class Runner:
             latency,
             record.tool_fallback,
         )
+        self.metrics.observe_reply(ds.name, record)
         if ds.ledger.budget_met:
             self._dataset_finished(ds)
         return True

@@ -22,6 +22,7 @@ from draftgen.contract.generator_cli import ExitCode
 from draftgen.output.directory import left_out
 from draftgen.output.figures import budget_text
 from draftgen.output.manifest import NewerSchema
+from draftgen.output.quality import FINISH_REASONS
 from draftgen.output.stats_figures import DatasetStats, total
 from draftgen.output.stats_read import collect
 from draftgen.spec import Budget
@@ -117,7 +118,29 @@ def _table(stats: list[DatasetStats]) -> str:
     chains = [f"  {s.name}: {s.chains.text()}" for s in stats if s.chains.started]
     if chains:
         lines += ["", "chains (history: regenerated):", *chains]
+    lines += ["", "quality (docs/quality.md):", *(quality_line(s) for s in stats)]
     return "\n".join(lines)
+
+
+def quality_line(s: DatasetStats) -> str:
+    """One dataset's quality report, on one line of the table's footer."""
+    q = s.quality
+    checked = q.checked or None  # no reply facts recorded: the shares are unknown, not 0
+    finish = ", ".join(f"{k} {q.finish_reasons[k]:,}" for k in FINISH_REASONS)
+    p95 = q.p95_completion
+    parts = [
+        f"finish {finish}",
+        f"truncated {_pct(q.truncation_rate)}",
+        f"thinking {_pct(checked and q.thinking / checked)}",
+        f"tool calls {_pct(checked and q.tool_calls / checked)}",
+        f"completion mean {q.mean_completion:,.1f} p95 {'-' if p95 is None else f'{p95:,}'}",
+        f"degenerate {q.degenerate:,}"
+        + (f" ({q.degenerate_dropped:,} dropped)" if q.degenerate_dropped else ""),
+    ]
+    if q.chains_ended:
+        ended = ", ".join(f"{k} {v:,}" for k, v in sorted(q.chains_ended.items()))
+        parts.append(f"chains ended early: {ended}")
+    return f"  {s.name}: " + "; ".join(parts)
 
 
 def run(args: argparse.Namespace) -> int:

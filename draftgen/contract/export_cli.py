@@ -39,6 +39,7 @@ class ExportArgs:
     out: str
     format: str
     include_truncated: bool = False
+    skip_degenerate: bool = False
     mix: tuple[str, ...] = ()
     validation_fraction: float = 0.0
     split_seed: int = 0
@@ -51,6 +52,8 @@ class ExportArgs:
         args.append("--overwrite")  # each run replaces its export whole (built aside, then moved)
         if self.include_truncated:
             args.append("--include-truncated")
+        if self.skip_degenerate:
+            args.append("--skip-degenerate")
         if self.mix:
             args += ["--mix", *self.mix]
         if self.validation_fraction:

@@ -60,6 +60,7 @@ class RejectReason(enum.StrEnum):
     PARALLEL_TOOL_CALLS = "parallel_tool_calls"
     PROMPT_TOO_LONG = "prompt_too_long"
     REQUEST_FAILED = "request_failed"
+    DEGENERATE_REPETITION = "degenerate_repetition"
 
 
 class ErrorKind(enum.StrEnum):
@@ -179,6 +180,59 @@ ETA = Metric(
 )
 JOB_DONE = Metric("draftgen_job_done", "gauge", "1 when the whole job is done")
 
+# The data-quality report (docs/quality.md); truncation and mean length come from the counters
+# above: `draftgen_samples_total{finish_reason="length"}` over all samples, and completion tokens
+# over samples.
+ABORTED = Metric(
+    "draftgen_aborted_samples_total",
+    "counter",
+    "samples whose last attempt SGLang ended with finish_reason abort",
+    (DATASET,),
+    "each is also a `request_failed` reject; every aborted attempt, retried or not, counts in "
+    '`draftgen_errors_total{kind="abort"}`',
+)
+THINKING = Metric(
+    "draftgen_thinking_samples_total",
+    "counter",
+    "samples written whose reply holds reasoning",
+    (DATASET,),
+    "read from the reply's ids by the family's reasoning markers",
+)
+TOOL_CALLS = Metric(
+    "draftgen_tool_call_samples_total",
+    "counter",
+    "samples written whose reply holds a tool call",
+    (DATASET,),
+    "read from the reply's ids by the family's tool-call tokens",
+)
+REPLIES_CHECKED = Metric(
+    "draftgen_replies_checked_total",
+    "counter",
+    "samples written whose reply was read for reasoning and tool calls",
+    (DATASET,),
+    "the denominator of the thinking and tool-call shares (0: no markers, e.g. no tokenizer)",
+)
+DEGENERATE = Metric(
+    "draftgen_degenerate_samples_total",
+    "counter",
+    "replies caught in a loop (degenerate repetition), kept or dropped",
+    (DATASET,),
+    "dropped ones are also `degenerate_repetition` rejects (`onDegenerate: drop`)",
+)
+CHAINS_ENDED = Metric(
+    "draftgen_chains_ended_total",
+    "counter",
+    "conversation chains that ended before their last turn, by reason",
+    (DATASET, REASON),
+)
+COMPLETION_P95 = Metric(
+    "draftgen_completion_tokens_p95",
+    "gauge",
+    "95th percentile (nearest rank) of written samples' completion lengths",
+    (DATASET,),
+    "set when the manifests are written (every few seconds and at the end)",
+)
+
 ALL: tuple[Metric, ...] = (
     SAMPLES,
     COMPLETION_TOKENS,
@@ -195,6 +249,13 @@ ALL: tuple[Metric, ...] = (
     COMPLETION_TOKENS_PER_SECOND,
     ETA,
     JOB_DONE,
+    ABORTED,
+    THINKING,
+    TOOL_CALLS,
+    REPLIES_CHECKED,
+    DEGENERATE,
+    CHAINS_ENDED,
+    COMPLETION_P95,
 )
 
 

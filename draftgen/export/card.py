@@ -61,6 +61,54 @@ def _sampling_text(ds) -> str:
     return text
 
 
+def _share(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def quality_section(
+    summary: ExportSummary, manifests: Manifests, options: ExportOptions
+) -> list[str]:
+    """The data-quality report of the records read (docs/quality.md), with what generation
+    left out that the records cannot show: aborted generations and loops dropped."""
+    out = ["## Data quality\n"]
+    out.append(
+        "Of the records read, before the export's own selection. Finish reasons as SGLang "
+        "said them; shares of the replies read for reasoning and tool calls; loops are "
+        "degenerate repetition (an n-gram rule, draftgen's docs/quality.md).\n"
+    )
+    out.append(
+        "| dataset | stop / length / abort | truncation rate | thinking | tool calls | "
+        "completion mean | completion p95 | loops kept / dropped at generation / left out "
+        "here | chains ended early |\n|---|---|---:|---:|---:|---:|---:|---|---|"
+    )
+    for name, ds in summary.datasets.items():
+        q = ds.quality.as_dict()
+        reported = (manifests.datasets.get(name) or {}).get("quality") or {}
+        aborted = (reported.get("finish_reasons") or {}).get("abort", 0)
+        dropped = reported.get("degenerate_dropped", 0)
+        reasons = q["finish_reasons"]
+        ended = ", ".join(f"{k} {v:,}" for k, v in q["chains_ended"].items()) or "-"
+        p95 = q["completion_tokens_p95"]
+        out.append(
+            f"| {name} | {reasons['stop']:,} / {reasons['length']:,} / {aborted:,} | "
+            f"{ds.quality.truncation_rate:.1%} | {_share(q['thinking_share'])} | "
+            f"{_share(q['tool_call_share'])} | {ds.quality.mean_completion:,.1f} | "
+            f"{'-' if p95 is None else f'{p95:,}'} | {ds.quality.degenerate_kept:,} / "
+            f"{dropped:,} / {ds.degenerate_dropped:,} | {ended} |"
+        )
+    out.append("")
+    out.append(
+        "Replies caught in a loop were "
+        + (
+            "left out (`--skip-degenerate`)."
+            if options.skip_degenerate
+            else "kept; export with `--skip-degenerate` to leave them out."
+        )
+        + "\n"
+    )
+    return out
+
+
 def render(
     summary: ExportSummary,
     manifests: Manifests,
@@ -128,6 +176,8 @@ def render(
             for r in options.mix.values()
         )
         out.append(f"Mix: {rules} (deterministic by sample id, seed {options.split_seed}).\n")
+
+    out += quality_section(summary, manifests, options)
 
     out.append("## Completion lengths (exported rows, tokens)\n")
     out.append("```\n" + histogram_text(summary.histogram()) + "\n```\n")

@@ -57,6 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep samples that stopped at maxNewTokens (dropped by default)",
     )
     parser.add_argument(
+        "--skip-degenerate",
+        action="store_true",
+        help="leave out replies caught in a loop (meta.degenerate; kept by default)",
+    )
+    parser.add_argument(
         "--mix",
         nargs="+",
         metavar="NAME=WEIGHT|NAME=tokens:N",
@@ -102,6 +107,7 @@ def options_from(args: argparse.Namespace) -> ExportOptions:
         )
     return ExportOptions(
         include_truncated=args.include_truncated,
+        skip_degenerate=args.skip_degenerate,
         mix=parse_mix(args.mix),
         validation_fraction=args.validation_fraction,
         split_seed=args.split_seed,
@@ -256,6 +262,8 @@ def summary_json(summary: ExportSummary, export_format: str) -> dict:
                 "finish_reasons": dict(ds.finish_reasons),
                 "truncation_rate": ds.truncation_rate,
                 "truncated_dropped": ds.truncated_dropped,
+                "degenerate_dropped": ds.degenerate_dropped,
+                "quality": ds.quality.as_dict(),
                 "mixed_out": ds.mixed_out,
                 "duplicates": ds.duplicates,
                 "splits": {

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from draftgen.output.counts import DatasetCounts
+from draftgen.output.quality import QualityCounts, is_degenerate
 from draftgen.output.record import Record
 
 from .chains import merge_chains
@@ -28,6 +29,9 @@ class ExportOptions:
     include_truncated: bool = False
     """Keep samples that stopped at maxNewTokens (`finish_reason: length`); dropped by default
     because a drafter should not learn that answers end mid-sentence."""
+
+    skip_degenerate: bool = False
+    """Leave out replies caught in a loop (`meta.degenerate`, docs/quality.md)."""
 
     mix: dict[str, MixRule] = field(default_factory=dict)
     """Per-dataset weights or token caps; datasets not named are carried once."""
@@ -64,6 +68,10 @@ class DatasetSummary(DatasetCounts):
     finish_reasons: Counter = field(default_factory=Counter)
     """Of the records read."""
     truncated_dropped: int = 0
+    degenerate_dropped: int = 0
+    """Left out by `--skip-degenerate` (and not already as truncated)."""
+    quality: QualityCounts = field(default_factory=QualityCounts)
+    """The quality report of the records read (draftgen/output/quality.py)."""
     mixed_out: int = 0
     """Samples the mix left out (each counted once)."""
     duplicates: int = 0
@@ -197,14 +205,18 @@ def _eligible(
             continue
         seen.add(record.id)
         truncated = record.truncated
+        loop = options.skip_degenerate and is_degenerate(record)
         if ds is not None:
             ds.count(len(record.input_ids), len(record.output_ids))
             ds.finish_reasons[record.finish_reason] += 1
+            ds.quality.add_record(record)
             sampling = None if record.meta is None else record.meta.sampling
             if sampling is not None:
                 ds.observe_sampling(sampling)
             if truncated and not options.include_truncated:
                 ds.truncated_dropped += 1
-        if truncated and not options.include_truncated:
+            elif loop:
+                ds.degenerate_dropped += 1
+        if (truncated and not options.include_truncated) or loop:
             continue
         yield record

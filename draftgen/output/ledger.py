@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from draftgen.output.counts import DatasetCounts
 from draftgen.output.figures import DatasetFigures
 from draftgen.output.manifest import DatasetManifest
+from draftgen.output.quality import QualityCounts
 from draftgen.output.record import Record
 from draftgen.spec import Budget
 from draftgen.timefmt import rfc3339
@@ -25,6 +26,8 @@ class Ledger(DatasetCounts):
     rejects: Counter = field(default_factory=Counter)
     tool_fallbacks: int = 0
     """Samples whose tools the tokenizer declared in a fallback form (`meta.sample.tool_fallback`)."""
+    quality: QualityCounts = field(default_factory=QualityCounts)
+    """The data-quality report's counts (draftgen/output/quality.py)."""
     exhausted: bool = False
     """Every input row was used (or refused)."""
     closed: bool = False
@@ -41,6 +44,7 @@ class Ledger(DatasetCounts):
         self.tool_fallbacks += tool_fallback
         self.finish_reasons[finish_reason] += 1
         self.completion_by_reason[finish_reason] += completion_tokens
+        self.quality.add_outcome(finish_reason, completion_tokens)
 
     def add_record(self, record: Record) -> None:
         """Count a record as written (the one call the run makes per record)."""
@@ -50,9 +54,11 @@ class Ledger(DatasetCounts):
             record.finish_reason,
             record.tool_fallback,
         )
+        self.quality.add_facts(record)
 
-    def add_reject(self, reason: str) -> None:
+    def add_reject(self, reason: str, finish_reason: str | None = None) -> None:
         self.rejects[reason] += 1
+        self.quality.add_reject(reason, finish_reason)
 
     def figures(self) -> DatasetFigures:
         """The counts against the budget, figured as `draftgen stats` and `draftgen top` do."""
@@ -117,6 +123,7 @@ class Ledger(DatasetCounts):
             finish_reasons={
                 "stop": self.finish_reasons["stop"],
                 "length": self.finish_reasons["length"],
+                "abort": self.quality.finish_reasons["abort"],
             },
             truncation_rate=round(self.truncation_rate, 6),
             rejects=sum(self.rejects.values()),
@@ -128,4 +135,5 @@ class Ledger(DatasetCounts):
             done=self.done,
             exhausted=self.exhausted,
             updated_at=rfc3339(),
+            quality=self.quality.as_dict(),
         )

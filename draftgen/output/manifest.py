@@ -103,7 +103,8 @@ class DatasetManifest:
     prompt_tokens: int
     completion_tokens: int
     finish_reasons: dict[str, int]
-    """`{"stop": n, "length": n}`."""
+    """`{"stop": n, "length": n, "abort": n}` (abort: samples whose last attempt SGLang aborted;
+    older manifests lack it)."""
     truncation_rate: float
     rejects: int
     tool_fallbacks: int
@@ -118,6 +119,8 @@ class DatasetManifest:
     """RFC 3339, UTC."""
     series: list[dict[str, Any]] = field(default_factory=list)
     """Which shards were written under which fingerprint (draftgen/output/fingerprint.py)."""
+    quality: dict[str, Any] = field(default_factory=dict)
+    """The data-quality report (draftgen/output/quality.py; empty in older manifests)."""
 
     def to_json(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in _DATASET_FIELDS}
@@ -158,6 +161,7 @@ class DatasetManifest:
             series=[s for s in data.get("series") or [] if isinstance(s, dict)]
             if isinstance(data.get("series"), list)
             else [],
+            quality=data["quality"] if isinstance(data.get("quality"), dict) else {},
         )
 
 

@@ -51,6 +51,10 @@ def _int(value: Any) -> int | None:
     return value if type(value) is int else None
 
 
+def _dict(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
 @dataclass(slots=True)
 class Meta:
     """How a record was obtained (`meta` of a record)."""
@@ -75,6 +79,10 @@ class Meta:
     "turns": assistant turns the conversation asks for}`."""
     chain_end: str | None = optional()
     """On a chain's last record: why the chain ended there (docs/output-format.md)."""
+    reply: dict[str, Any] | None = optional()  # noqa: RUF009
+    """What the reply holds, read from its ids: `reasoning`, `tool_call` (docs/quality.md)."""
+    degenerate: dict[str, Any] | None = optional()  # noqa: RUF009
+    """Set when the reply is caught in a loop: what the rule found (docs/quality.md)."""
     read_from: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     """The object this was read from (not a field of the file): written back unchanged, keys
     this version does not know included."""
@@ -108,6 +116,8 @@ class Meta:
             thinking=data["thinking"] if type(data.get("thinking")) is bool else None,
             chain=data.get("chain") if isinstance(data.get("chain"), dict) else None,
             chain_end=data.get("chain_end") if isinstance(data.get("chain_end"), str) else None,
+            reply=_dict(data.get("reply")),
+            degenerate=_dict(data.get("degenerate")),
             read_from=data,
         )
 
@@ -229,6 +239,8 @@ class Reject:
     """A short code (`malformed_json`, `prompt_too_long`, `request_failed`, ...)."""
     detail: str
     created_at: float | None
+    finish_reason: str | None = optional()
+    """What SGLang said on the last attempt, when it answered (`abort`)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -243,7 +255,7 @@ class Reject:
         """Tolerant: a reject line is a count, never a reason to stop (`unknown` reason)."""
         if not isinstance(data, dict):
             raise BadRecord("a reject must be a JSON object")
-        at = data.get("created_at")
+        at, finish = data.get("created_at"), data.get("finish_reason")
         return cls(
             dataset=str(data.get("dataset", "")),
             source_index=data.get("source_index"),
@@ -251,6 +263,7 @@ class Reject:
             reason=str(data.get("reason", "unknown")),
             detail=str(data.get("detail", "")),
             created_at=_float(at),
+            finish_reason=finish if isinstance(finish, str) else None,
         )
 
     @property

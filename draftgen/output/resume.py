@@ -12,6 +12,7 @@ from draftgen.contract import layout
 from draftgen.output.ledger import Ledger
 from draftgen.output.lines import Torn, read_lines
 from draftgen.output.manifest import ManifestDamaged, read_manifest
+from draftgen.output.quality import DEGENERATE_REASON
 from draftgen.output.record import BadRecord, Record, Reject
 from draftgen.spec import Budget
 
@@ -101,7 +102,9 @@ def scan_dataset(
             if rej.key in state.rejected:
                 continue
             state.rejected.add(rej.key)
-            state.ledger.add_reject(rej.reason)
+            state.ledger.add_reject(rej.reason, rej.finish_reason)
+            if rej.reason == DEGENERATE_REASON and rej.id is not None:
+                state.done_ids.add(rej.id)  # answered, and dropped: a rerun would loop again
     state.torn_bytes = sum(t.bytes for t in torn)
     return state
 

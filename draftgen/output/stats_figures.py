@@ -13,6 +13,7 @@ from draftgen.output.chain_counts import ChainCounts
 from draftgen.output.counts import DatasetCounts
 from draftgen.output.figures import DatasetFigures, state_text
 from draftgen.output.ledger import Ledger
+from draftgen.output.quality import QualityCounts
 from draftgen.spec import Budget
 
 
@@ -35,6 +36,8 @@ class DatasetStats(DatasetCounts):
     first_at: float | None = None
     last_at: float | None = None
     """Write times of the first and last record (`meta.created_at`)."""
+    quality: QualityCounts = field(default_factory=QualityCounts)
+    """The data-quality report (draftgen/output/quality.py)."""
     by_rank: dict[int, DatasetCounts] = field(default_factory=dict)
     """Samples and tokens per data-parallel rank of the server (the records' `meta.dp_rank`;
     empty when no server had several ranks)."""
@@ -114,6 +117,7 @@ class DatasetStats(DatasetCounts):
             },
             "rejects_by_reason": dict(sorted(self.rejects_by_reason.items())),
             "chains": self.chains.to_json() if self.chains.started else None,
+            "quality": self.quality.as_dict(),
             "unreadable_lines": self.unreadable,
             "torn_shards": list(self.torn_shards),
             "shapes": sorted(self.shapes),
@@ -142,6 +146,7 @@ def total(stats: list[DatasetStats]) -> DatasetStats:
     )
     for s in stats:
         t.rejects_by_reason.update(s.rejects_by_reason)
+        t.quality.merge(s.quality)
         t.torn_shards += [f"{s.name}/{n}" for n in s.torn_shards]
     budgets = [s.budget.completion_tokens if s.budget else None for s in stats]
     if stats and all(budgets):

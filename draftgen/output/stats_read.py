@@ -25,7 +25,8 @@ from draftgen.output.counts import DatasetCounts
 from draftgen.output.directory import job_datasets
 from draftgen.output.lines import Torn, read_lines
 from draftgen.output.manifest import ManifestDamaged, read_manifest
-from draftgen.output.record import Reject
+from draftgen.output.quality import QualityCounts
+from draftgen.output.record import BadRecord, Record, Reject
 from draftgen.output.stats_figures import DatasetStats
 from draftgen.spec import Budget
 
@@ -89,16 +90,33 @@ def read_record(rec: dict[str, Any]) -> tuple[str, int, int, bool] | None:
     return None
 
 
-def _count_rejects(path: Path, done_ids: set[str]) -> Counter:
-    """Distinct rejects by reason, leaving out failed requests that a later run completed."""
-    seen: set[tuple] = set()
+def _count_quality(
+    quality: QualityCounts, rec: dict[str, Any], shape: str, completion: int, truncated: bool
+) -> None:
+    """The quality report's counts of one record: draftgen's own through its typed `Record`
+    (the generator's ledger counts the same way), another tool's by its finish reason only."""
+    if shape == "draftgen":
+        try:
+            quality.add_record(Record.from_json(rec, strict=False))
+            return
+        except BadRecord:
+            pass
+    quality.add_outcome("length" if truncated else "stop", completion)
+
+
+def _count_rejects(path: Path, done_ids: set[str], quality: QualityCounts) -> Counter:
+    """Distinct rejects by reason, leaving out failed requests that a later run completed;
+    aborted generations and dropped loops go to `quality` too."""
+    seen: dict[tuple, str | None] = {}
     for line in read_lines(path):
         if line.value is None:
             continue
         rej = Reject.from_json(line.value)
         if rej.reason == "request_failed" and rej.id in done_ids:
             continue
-        seen.add((rej.id, rej.source_index, rej.reason))
+        seen[(rej.id, rej.source_index, rej.reason)] = rej.finish_reason
+    for (_, _, reason), finish in seen.items():
+        quality.add_reject(reason, finish)
     return Counter(reason for _, _, reason in seen)
 
 
@@ -197,6 +215,7 @@ def _read_file(st: DatasetStats, path: Path, done_ids: set[str], warnings: list[
         st.truncated += truncated
         if shape == "draftgen":
             st.chains.count(rec)
+        _count_quality(st.quality, rec, shape, completion, truncated)
         tokens += completion
         at = _created_at(rec)
         if at is not None:
@@ -246,7 +265,7 @@ def collect(root: Path) -> tuple[list[DatasetStats], list[str]]:
             _read_file(st, path, done_ids, warnings)
         rejects = rejects_file(directory)
         if rejects.exists():
-            st.rejects_by_reason = _count_rejects(rejects, done_ids)
+            st.rejects_by_reason = _count_rejects(rejects, done_ids, st.quality)
             st.rejects = sum(st.rejects_by_reason.values())
         out.append(st)
     return out, warnings

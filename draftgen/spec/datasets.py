@@ -128,6 +128,10 @@ class DatasetSpec(SpecModel):
 
     thinking_mix: ThinkingMix | None = None
     """With `thinking: mix`: the share of conversations with thinking on, and the seed."""
+    on_degenerate: Literal["keep", "drop"] = "keep"
+    """What to do with a reply caught in a loop (degenerate repetition, docs/quality.md): `keep`
+    writes it with `meta.degenerate` set (`draftgen export --skip-degenerate` leaves it out),
+    `drop` records a `degenerate_repetition` reject instead. Both count in the quality report."""
 
     sampling: SamplingOverrides | None = None
     """Changes to `spec.sampling` for this dataset."""

@@ -30,6 +30,9 @@ class ExportOptionsSpec(SpecModel):
     include_truncated: StrictBool = False
     """Keep samples that stopped at maxNewTokens (dropped by default)."""
 
+    skip_degenerate: StrictBool = False
+    """Leave out replies caught in a loop (`meta.degenerate`, kept by default; docs/quality.md)."""
+
     mix: list[str] = Field(default_factory=list)
     """Per-dataset copies per sample or a completion-token cap: `NAME=WEIGHT` (0.5 keeps half,
     2 doubles) or `NAME=tokens:N`; unnamed datasets are carried once."""

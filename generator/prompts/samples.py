@@ -58,6 +58,9 @@ class Reject:
     detail: str = ""
     """What exactly was wrong, for a person."""
 
+    finish_reason: str | None = None
+    """What SGLang said on the last attempt (`abort`), when a request ended as this reject."""
+
     def __post_init__(self) -> None:
         # One closed set of reasons, so every reason's counter can exist at 0 from the start; a
         # reason outside it is a bug here, not a new label value on a dashboard.

@@ -108,4 +108,5 @@ async def attempt(
         sample.id,
         "request_failed",
         f"{retries + 1} attempts; last: {last}",
+        "abort" if isinstance(last, Aborted) else None,  # the quality report's finish reasons
     )

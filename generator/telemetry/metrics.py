@@ -20,6 +20,8 @@ from prometheus_client.registry import Collector
 from draftgen.contract import metrics as names
 from draftgen.contract.metrics import Metric
 from draftgen.output.ledger import Ledger
+from draftgen.output.quality import DEGENERATE_REASON, chain_end, is_degenerate, reply_fact
+from draftgen.output.record import Record
 
 ERROR_KINDS = tuple(names.ErrorKind)
 
@@ -85,6 +87,13 @@ class GeneratorMetrics:
         self.completion_tokens_per_second = _gauge(names.COMPLETION_TOKENS_PER_SECOND, r)
         self.eta = _gauge(names.ETA, r)
         self.job_done = _gauge(names.JOB_DONE, r)
+        self.aborted = _counter(names.ABORTED, r)
+        self.thinking = _counter(names.THINKING, r)
+        self.tool_calls = _counter(names.TOOL_CALLS, r)
+        self.replies_checked = _counter(names.REPLIES_CHECKED, r)
+        self.degenerate = _counter(names.DEGENERATE, r)
+        self.chains_ended = _counter(names.CHAINS_ENDED, r)
+        self.completion_p95 = _gauge(names.COMPLETION_P95, r)
         for kind in ERROR_KINDS:  # present at 0 from the start: rate() and absent() work
             self.errors.labels(kind)
 
@@ -104,7 +113,19 @@ class GeneratorMetrics:
         for reason, n in ledger.rejects.items():
             self.rejects.labels(ds, names.RejectReason(reason).value).inc(n)
         self.tool_fallbacks.labels(ds).inc(ledger.tool_fallbacks)
+        q = ledger.quality  # the quality report's counters, from what is on disk too
+        for counter, n in (
+            (self.aborted, q.finish_reasons["abort"]),
+            (self.thinking, q.thinking),
+            (self.tool_calls, q.tool_calls),
+            (self.replies_checked, q.checked),
+            (self.degenerate, q.degenerate),
+        ):
+            counter.labels(ds).inc(n)
+        for reason, n in q.chains_ended.items():
+            self.chains_ended.labels(ds, reason).inc(n)
         self.update_dataset(ledger)
+        self.update_quality(ledger)
 
     def record(
         self,
@@ -123,6 +144,35 @@ class GeneratorMetrics:
         self.prompt_tokens.labels(ds).inc(prompt_tokens)
         self.latency.labels(ds).observe(latency)
         self.update_dataset(ledger)
+
+    def reject(self, dataset: str, reason: str, finish_reason: str | None = None) -> None:
+        """One reject; an aborted generation and a dropped loop count in the quality series."""
+        self.rejects.labels(dataset, reason).inc()
+        if finish_reason == "abort":
+            self.aborted.labels(dataset).inc()
+        if reason == DEGENERATE_REASON:
+            self.degenerate.labels(dataset).inc()
+
+    def observe_reply(self, dataset: str, record: Record) -> None:
+        """What one written record's reply holds (the quality report's counters)."""
+        reasoning, tool = reply_fact(record, "reasoning"), reply_fact(record, "tool_call")
+        if reasoning is not None or tool is not None:
+            self.replies_checked.labels(dataset).inc()
+            if reasoning:
+                self.thinking.labels(dataset).inc()
+            if tool:
+                self.tool_calls.labels(dataset).inc()
+        if is_degenerate(record):
+            self.degenerate.labels(dataset).inc()
+        reason = chain_end(record)
+        if reason is not None:
+            self.chains_ended.labels(dataset, reason).inc()
+
+    def update_quality(self, ledger: Ledger) -> None:
+        """The gauges figured from all of a dataset's lengths (not per record: a sort)."""
+        p95 = ledger.quality.p95_completion
+        if p95 is not None:
+            self.completion_p95.labels(ledger.dataset).set(p95)
 
     def update_dataset(self, ledger: Ledger) -> None:
         ds = ledger.dataset

@@ -31,6 +31,7 @@ def test_every_option_reaches_the_export_parser() -> None:
         "/output/exports/specforge",
         "specforge",
         include_truncated=True,
+        skip_degenerate=True,
         mix=("chat=0.5", "code=tokens:1000"),
         validation_fraction=0.02,
         split_seed=7,
@@ -45,6 +46,7 @@ def test_every_option_reaches_the_export_parser() -> None:
     assert args.validation_fraction == 0.02 and args.split_seed == 7
     options = export_cli.options_from(args)
     assert options.validation_fraction == 0.02 and options.include_truncated
+    assert options.skip_degenerate
 
 
 def test_defaults_pass_no_flags_beyond_the_required_ones() -> None:
@@ -52,6 +54,7 @@ def test_defaults_pass_no_flags_beyond_the_required_ones() -> None:
     assert argv == ["export", "/r", "--format", "parquet", "--out", "/o", "--overwrite"]
     args = _parse(argv)
     assert not args.include_truncated and args.mix is None and args.validation_fraction == 0.0
+    assert not export_cli.options_from(args).skip_degenerate
 
 
 def test_results_round_trip_and_anything_else_is_refused() -> None:

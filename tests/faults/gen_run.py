@@ -114,9 +114,16 @@ def check_consistent(out: Path, datasets: list[str]) -> dict[str, list[dict]]:
         assert manifest["samples"] == len(recs)
         assert manifest["completion_tokens"] == sum(r["completion_tokens"] for r in recs)
         assert manifest["prompt_tokens"] == sum(r["prompt_tokens"] for r in recs)
-        assert manifest["finish_reasons"] == {
-            k: sum(1 for r in recs if r["finish_reason"] == k) for k in ("stop", "length")
-        }
+        finish = {k: sum(1 for r in recs if r["finish_reason"] == k) for k in ("stop", "length")}
+        reasons = dict(manifest["finish_reasons"])
+        aborted = reasons.pop("abort")  # samples whose last attempt the server aborted
+        assert reasons == finish
+        assert aborted <= sum(1 for r in rejects(out / name) if r.get("finish_reason") == "abort")
+        # The quality report counts the records themselves, whatever the crashes in between.
+        assert manifest["quality"]["truncated"] == finish["length"]
+        assert manifest["quality"]["completion_tokens_mean"] == round(
+            manifest["completion_tokens"] / len(recs) if recs else 0.0, 2
+        )
         assert manifest["done"]
         assert job_manifest["datasets"][name]["samples"] == len(recs)
         rej = [

@@ -32,6 +32,13 @@ GARBAGE = {
         b'{"output_ids": [1], "meta_info": {"finish_reason": {"type": "melted"}}}',
     ),
     "truncated": (200, "application/json", b'{"output_ids": [1, 2, 3], "meta_in'),
+    # SGLang's answer when it aborts a request itself (out of memory, a restart): partial ids.
+    "abort": (
+        200,
+        "application/json",
+        b'{"output_ids": [1, 2], "meta_info": {"finish_reason": '
+        b'{"type": "abort", "message": "out of memory"}}}',
+    ),
 }
 
 

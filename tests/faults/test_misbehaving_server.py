@@ -71,6 +71,7 @@ CASES = {
     "no_meta": (2, 30.0, 1, "without meta_info"),
     "bad_ids": (2, 30.0, 1, "integer output_ids"),
     "odd_finish": (2, 30.0, 1, "unknown finish_reason"),
+    "abort": (2, 30.0, 3, "aborted the generation"),
 }
 
 
@@ -84,6 +85,8 @@ def test_each_sample_is_rejected_with_its_reason_and_the_job_finishes(mode, tmp_
     for r in rejects:
         assert r["reason"] == "request_failed"
         assert words in r["detail"], r["detail"]
+        # What SGLang said on the last attempt: only an abort it decided itself is one.
+        assert r.get("finish_reason") == ("abort" if mode == "abort" else None)
     # Retryable faults are retried (same sample, a new request id each attempt); garbage is not.
     assert len(server.generate_calls) == SAMPLES * attempts
     by_prompt: dict[tuple, list[str]] = {}
@@ -99,10 +102,17 @@ def test_each_sample_is_rejected_with_its_reason_and_the_job_finishes(mode, tmp_
     )
     manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
     assert manifest["samples"] == 0 and manifest["rejects"] == SAMPLES and manifest["done"]
+    aborted = SAMPLES if mode == "abort" else 0
+    assert manifest["finish_reasons"]["abort"] == manifest["quality"]["finish_reasons"]["abort"]
+    assert manifest["finish_reasons"]["abort"] == aborted
     metrics = generate_latest(runner.metrics.registry).decode()
     assert (
         f'draftgen_rejects_total{{dataset="d",generationjob="faulty",reason="request_failed"}} '
         f"{float(SAMPLES)}" in metrics
+    )
+    assert (
+        f'draftgen_aborted_samples_total{{dataset="d",generationjob="faulty"}} {float(aborted)}'
+        in metrics
     )
 
 

@@ -52,7 +52,7 @@ def test_ledger_budgets_overshoot_and_truncation():
     assert led.overshoot_completion_tokens == 10 and led.overshoot_percent == 10.0
     assert led.truncation_rate == pytest.approx(0.2)
     m = led.manifest().to_json()
-    assert m["finish_reasons"] == {"stop": 4, "length": 1}
+    assert m["finish_reasons"] == {"stop": 4, "length": 1, "abort": 0}
     assert m["budget"] == {"completionTokens": 100, "totalTokens": None, "maxSamples": 10}
 
 
