@@ -76,6 +76,17 @@ class ErrorKind(enum.StrEnum):
 FINISH_REASONS: tuple[str, ...] = ("stop", "length")
 """The `finish_reason` label of the sample and completion-token counters."""
 
+CHAIN_ENDS_EARLY: tuple[str, ...] = (
+    "length",
+    "tool_call_diverged",
+    "no_tool_call",
+    "extra_tool_call",
+    "missing_tool_call",
+    "reply_unparsed",
+)
+"""The `reason` label of the chains-ended counter, each at 0 from the start (a chain can also
+end at a reject reason of its next prompt, which then gets its own series)."""
+
 MetricType = Literal["counter", "gauge", "histogram"]
 
 

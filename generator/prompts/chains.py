@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from draftgen.contract.metrics import CHAIN_ENDS_EARLY
 from draftgen.generator.prompts.replies import (
     Reply,
     calls_of_message,
@@ -50,15 +51,7 @@ PROMPT_TAIL = 32
 """Prompt ids kept per written turn of an open chain: enough to tell whether the prompt ended
 inside the reasoning (a generation prefix such as `<think>`)."""
 
-END_REASONS = (
-    "complete",
-    "length",
-    "tool_call_diverged",
-    "no_tool_call",
-    "extra_tool_call",
-    "missing_tool_call",
-    "reply_unparsed",
-)
+END_REASONS = ("complete", *CHAIN_ENDS_EARLY)
 """Why a chain ended at a turn (besides a reject reason of its next prompt)."""
 
 

@@ -122,6 +122,8 @@ class GeneratorMetrics:
             (self.degenerate, q.degenerate),
         ):
             counter.labels(ds).inc(n)
+        for reason in names.CHAIN_ENDS_EARLY:  # at 0 from the start, as the rejects
+            self.chains_ended.labels(ds, reason)
         for reason, n in q.chains_ended.items():
             self.chains_ended.labels(ds, reason).inc(n)
         self.update_dataset(ledger)
