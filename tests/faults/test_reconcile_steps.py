@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+from dataclasses import dataclass
 
 import pytest
 
@@ -68,41 +69,67 @@ def _drive(emu, scenario: str, seed: int, crash_rate: float) -> tuple[dict, int,
     return _final_state(cluster), steps, crashes
 
 
-@pytest.mark.parametrize("scenario", ["succeeds", "generator-fails", "crash-loop"])
-def test_fresh_operator_per_step_with_crashes_and_api_errors(tmp_path, scenario):
+SCENARIOS = ["succeeds", "generator-fails", "crash-loop"]
+# The tests below share one drive of each scenario: under pytest-xdist on one worker.
+pytestmark = pytest.mark.xdist_group("reconcile_steps")
+
+
+@dataclass
+class Drive:
+    expected: dict  # the end state on a calm API with no crashes
+    got: dict  # ... with 409s/500s injected and the operator killed between writes
+    crashes: int
+    injected: list
+
+
+def _drive_both(tmp_path, scenario: str) -> Drive:
     (tmp_path / "calm").mkdir()
     (tmp_path / "flaky").mkdir()
     calm = FlakyEmulatorThread(tmp_path / "calm", fail_rate=0.0, seed=0).start()
     try:
-        expected, calm_steps, _ = _drive(calm, scenario, seed=0, crash_rate=0.0)
+        expected, _, _ = _drive(calm, scenario, seed=0, crash_rate=0.0)
     finally:
         calm.stop()
     # Seed 4: across the three scenarios it injects 409s, 500s and lost answers (asserted below).
     flaky = FlakyEmulatorThread(tmp_path / "flaky", fail_rate=0.3, seed=4).start()
     try:
-        got, steps, crashes = _drive(flaky, scenario, seed=5, crash_rate=0.3)
+        got, _, crashes = _drive(flaky, scenario, seed=5, crash_rate=0.3)
         injected = flaky.injected()
     finally:
         flaky.stop()
+    return Drive(expected, got, crashes, injected)
+
+
+@pytest.fixture(scope="module")
+def drive(tmp_path_factory):
+    """Each scenario driven once per module, whichever test asks first (any order)."""
+    done: dict[str, Drive] = {}
+
+    def run(scenario: str) -> Drive:
+        if scenario not in done:
+            done[scenario] = _drive_both(tmp_path_factory.mktemp(scenario), scenario)
+        return done[scenario]
+
+    return run
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_fresh_operator_per_step_with_crashes_and_api_errors(drive, scenario):
+    d = drive(scenario)
     # ServerReady is the server as last observed; after the teardown nobody observes it again,
     # so where the restarts fell decides which observation it keeps. Everything else must agree.
-    assert _without_server_ready(got) == _without_server_ready(expected)
-    for plural, names in got["created"].items():
+    assert _without_server_ready(d.got) == _without_server_ready(d.expected)
+    for plural, names in d.got["created"].items():
         assert len(names) == len(set(names)), f"{plural} created twice: {names}"
     # The disturbance was real (the seeds are fixed, so this does not flicker).
-    assert crashes + len(injected) >= 3, (crashes, injected)
-    ALL_INJECTED.extend(injected)
+    assert d.crashes + len(d.injected) >= 3, (d.crashes, d.injected)
 
 
-ALL_INJECTED: list = []
-
-
-def test_the_scenarios_met_every_kind_of_api_error():
-    """Across the scenarios above (fixed seeds): 409s, 500s, and 500s after an applied write."""
-    if not ALL_INJECTED:
-        pytest.skip("run together with test_fresh_operator_per_step_with_crashes_and_api_errors")
-    assert {s for s, _, _ in ALL_INJECTED} == {409, 500}
-    assert any(when == "after" for _, when, _ in ALL_INJECTED), ALL_INJECTED
+def test_the_scenarios_met_every_kind_of_api_error(drive):
+    """Across the three scenarios (fixed seeds): 409s, 500s, and 500s after an applied write."""
+    injected = [i for scenario in SCENARIOS for i in drive(scenario).injected]
+    assert {s for s, _, _ in injected} == {409, 500}
+    assert any(when == "after" for _, when, _ in injected), injected
 
 
 @contextlib.contextmanager
