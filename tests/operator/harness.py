@@ -4,10 +4,12 @@ kubelet). tests/operator/conftest.py provides its fixtures; tests/faults imports
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import logging
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,6 +29,7 @@ from .emulator import EmulatorThread
 # would follow every other test directory collected in the same session (tests/cluster's real
 # cluster included).
 _KUBECONFIG = Path(tempfile.mkdtemp(prefix="draftgen-op-")) / "kubeconfig"
+atexit.register(shutil.rmtree, _KUBECONFIG.parent, ignore_errors=True)  # one per pytest process
 # The operator's settings under test: a short poll interval, no metrics or liveness port.
 OPERATOR_TEST_ENV = {
     "DRAFTGEN_OPERATOR_POLL_INTERVAL_SECONDS": "0.3",
