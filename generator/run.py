@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from draftgen.generator.prompts.chains import ChainResume
+from draftgen.generator.prompts.replies.facts import reply_reader
 from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.generator.records import (
     degenerate_reject,
@@ -48,7 +49,6 @@ from draftgen.generator.telemetry.progress import Progress, RateMeter, eta_secon
 from draftgen.output.ledger import Ledger
 from draftgen.output.lock import OutputLock
 from draftgen.output.quality import is_degenerate
-from draftgen.output.reply_facts import markers_of
 from draftgen.output.writer import DiskFull
 from draftgen.spec import DatasetSpec, GenerationJob
 
@@ -75,7 +75,7 @@ class Runner:
         self.settings = settings
         self.source = source
         self.tokenizer = tokenizer
-        self.markers = None if tokenizer is None else markers_of(tokenizer)
+        self.markers = reply_reader(tokenizer)  # what `meta.reply` is read by
         self.gen = job.spec.generator
         self.metrics = GeneratorMetrics(
             job_labels(
