@@ -20,7 +20,6 @@ tokenizer and renders continuations (I/O-free, but CPU work: call it from a thre
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +33,7 @@ from draftgen.generator.prompts.replies import (
     reply_parser_for_tokenizer,
 )
 from draftgen.generator.prompts.samples import TOOL_FALLBACK, Reject, Sample
+from draftgen.generator.prompts.tokenizer import tokenizer_lock
 
 __all__ = [
     "END_REASONS",
@@ -188,14 +188,13 @@ class ChainSteps:
     """Parses replies and renders a chain's next prompt, with the run's tokenizer and template.
 
     `ctx` is the run's `pretokenize.TokenizerContext`: a next prompt renders on its workers
-    (`render_one`); decoding a reply takes its inline lock (a fast tokenizer is not safe to
-    share between threads)."""
+    (`render_one`); decoding a reply takes the tokenizer's lock (`tokenizer_lock`)."""
 
     def __init__(self, ctx: Any, on_tool_fallback: Mapping[str, str] | None = None) -> None:
         self.ctx = ctx
         self.parser = reply_parser_for_tokenizer(ctx.tokenizer)
         self.on_tool_fallback = dict(on_tool_fallback or {})
-        self._lock: threading.Lock = getattr(ctx, "_inline_lock", None) or threading.Lock()
+        self._lock = tokenizer_lock(ctx.tokenizer)
 
     def reply(self, prompt_ids: Sequence[int], output_ids: Sequence[int]) -> Reply:
         """The reply the output ids are, as the family's parser reads them after that prompt

@@ -34,6 +34,7 @@ from draftgen.generator.prompts.tokenizer import (
     encode_kwargs_for,
     load_tokenizer,
     resolve_tokenizer_location,
+    tokenizer_lock,
 )
 from draftgen.spec import GenerationJob
 
@@ -98,7 +99,6 @@ def _watch_parent(parent: int, interval: float = 0.5) -> None:
     """Exit when the generator is gone: a SIGKILLed (or OOM-killed) parent cannot shut the pool
     down, and an idle worker would wait on its queue forever, holding a tokenizer in memory.
     (Backs up PR_SET_PDEATHSIG where prctl is unavailable.)"""
-    import threading
     import time
 
     def watch() -> None:
@@ -181,7 +181,7 @@ class TokenizerContext:
         self.prefetch = max(2, 2 * workers)  # batches in flight per stream
         self.waits = 0  # times a stream waited on a worker: high means add tokenizer workers
         self._pool: ProcessPoolExecutor | None = None
-        self._inline_lock = threading.Lock()
+        self._inline_lock = tokenizer_lock(tokenizer)
         if workers > 0:
             self._pool = ProcessPoolExecutor(
                 max_workers=workers,

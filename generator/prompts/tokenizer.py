@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,22 @@ def load_tokenizer(location: str, trust_remote_code: bool) -> Any:
     # tokenizer config's model_max_length, whose "sequence too long" warning would only mislead.
     tokenizer.model_max_length = int(1e30)
     return tokenizer
+
+
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def tokenizer_lock(tokenizer: Any) -> threading.Lock:
+    """The one lock of this tokenizer object: a fast tokenizer is not safe to share between
+    threads (an encode sets its truncation and padding), so every thread of the generator's own
+    process that encodes or decodes with it (the feeds' inline rendering, the chains' reply
+    reading, the quality facts) holds this lock."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(tokenizer)
+        if lock is None:
+            lock = _LOCKS[tokenizer] = threading.Lock()
+        return lock
 
 
 def encode_kwargs_for(tokenizer: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from draftgen.output.reply_facts import (
     reply_facts,
 )
 
+from ..tokenizer import tokenizer_lock
 from .detect import UnknownReplyFamily, reply_parser_for_tokenizer
 from .model import ReplyParser
 
@@ -61,8 +62,8 @@ def parsed_facts(
     some (an empty block or a bare end token is none, as SGLang's `reasoning_content: null`),
     a tool call when it has one. None when the ids do not decode."""
     try:
-        # Decode keeps no state in a fast tokenizer: safe beside the feeds' rendering threads.
-        text = tokenizer.decode(list(output_ids), skip_special_tokens=False)
+        with tokenizer_lock(tokenizer):  # the feeds' threads may be encoding with it
+            text = tokenizer.decode(list(output_ids), skip_special_tokens=False)
     except Exception:  # ids the vocabulary has not: the marker rule reads them
         return None
     reply = parser.parse(text, started_in_reasoning=prompt_opens_reasoning(prompt_tail, markers))
