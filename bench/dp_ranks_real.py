@@ -16,6 +16,7 @@ the ranks prefilled beyond the prompts (a retracted request is prefilled again),
 tok/s, all from the first request sent to the last answered (a client's start-up left out).
 
     .cache/venv/bin/python bench/dp_ranks_real.py [--pairs N] [--pool T] [--concurrency C]
+    .cache/venv/bin/python bench/dp_ranks_real.py --url URL   # a --dp-size 2 server already up
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +170,23 @@ def span_of_records(out: Path) -> tuple[int, float, float]:
     )
 
 
+@contextmanager
+def server_for(method: str, pool: int, url: str | None) -> Iterator[str]:
+    """The URL of a `--dp-size 2` server dispatching by `method`: `url` as given, else one
+    started here and stopped on exit."""
+    if url:
+        yield url.rstrip("/")
+        return
+    with sglang_server(
+        TINY_KIMI,
+        max_total_tokens=pool,
+        dp_size=2,
+        extra_args=("--load-balance-method", method),
+        startup_timeout=900,
+    ) as server:
+        yield server.url
+
+
 def measure(
     client: str,
     dispatch: str,
@@ -207,8 +227,15 @@ def main() -> None:
     ap.add_argument("--max-new", type=int, default=160)
     ap.add_argument("--concurrency", type=int, default=12, help="SGLang-dispatched clients")
     ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument(
+        "--url",
+        help="a running tiny-kimi server with --dp-size 2 and SGLang's default dispatch "
+        "(round_robin), used instead of starting one; --pool must be its pool per rank",
+    )
     args = ap.parse_args()
-    missing = sglang_available()
+    if args.url and args.methods != METHODS[0]:
+        raise SystemExit(f"--url: the server's dispatch is {METHODS[0]}; drop --methods")
+    missing = None if args.url else sglang_available()
     if missing:
         raise SystemExit(missing)
     work = BENCH_DIR / "dp-ranks-real"
@@ -236,14 +263,7 @@ def main() -> None:
     command = ""
     try:
         for method in args.methods.split(","):
-            with sglang_server(
-                TINY_KIMI,
-                max_total_tokens=args.pool,
-                dp_size=2,
-                extra_args=("--load-balance-method", method),
-                startup_timeout=900,
-            ) as server:
-                url = server.url
+            with server_for(method, args.pool, args.url) as url:
 
                 def fixed(url: str = url) -> tuple[int, float, float]:
                     done = asyncio.run(

@@ -11,6 +11,7 @@ import time
 from collections import deque
 from typing import Any
 
+from draftgen.generator.prompts.replies.facts import ReplyReader
 from draftgen.generator.prompts.samples import Reject
 from draftgen.generator.records import (
     degenerate_reject,
@@ -24,16 +25,15 @@ from draftgen.generator.telemetry.metrics import GeneratorMetrics
 from draftgen.generator.telemetry.progress import Progress
 from draftgen.generator.telemetry.rate import RateMeter
 from draftgen.output.quality import is_degenerate
-from draftgen.output.reply_facts import ReplyMarkers
 
 
 class Recorder:
     """The write path of one run's answers, and the figures it keeps."""
 
-    def __init__(self, metrics: GeneratorMetrics, markers: ReplyMarkers | None) -> None:
+    def __init__(self, metrics: GeneratorMetrics, reader: ReplyReader | None) -> None:
         self.metrics = metrics
-        self.markers = markers
-        """How a reply's reasoning and tool calls are read (None: no tokenizer)."""
+        self.reader = reader
+        """What `meta.reply` is read by (None: no tokenizer)."""
         self.progress: Progress | None = None
         """The run's progress display, once the datasets are open."""
         self.rate = RateMeter()
@@ -74,7 +74,7 @@ class Recorder:
             flight.server.client.url,
             answer.attempts,
             latency,
-            self.markers,
+            self.reader,
         )
         if is_degenerate(record) and ds.spec.on_degenerate == "drop":
             ds.state.done_ids.add(sample.id)  # answered: a rerun would loop the same way

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from draftgen.contract import layout
+from draftgen.generator.prompts.replies.facts import ReplyReader, read_reply
 from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.generator.sglang.client import Generation
 from draftgen.generator.telemetry.metrics import GeneratorMetrics
@@ -19,7 +20,7 @@ from draftgen.output.manifest import DatasetManifest, JobManifest
 from draftgen.output.quality import DEGENERATE_REASON
 from draftgen.output.record import Meta, Record, reject_key_of
 from draftgen.output.record import Reject as RejectLine
-from draftgen.output.reply_facts import ReplyMarkers, repetition, reply_facts
+from draftgen.output.reply_facts import repetition
 from draftgen.output.writer import DatasetWriter, atomic_write_json
 from draftgen.redact import redact_text, redact_url
 from draftgen.spec import GenerationJob
@@ -47,10 +48,10 @@ def generation_record(
     server: str,
     attempts: int,
     latency: float,
-    markers: ReplyMarkers | None = None,
+    reader: ReplyReader | None = None,
 ) -> Record:
     """One line of a shard: the prompt's ids, the server's answer, and how it was obtained;
-    what the reply holds read by `markers` (draftgen/output/reply_facts.py)."""
+    what the reply holds read by `reader` (generator/prompts/replies/facts.py)."""
     return Record(
         id=sample.id,
         dataset=dataset,
@@ -71,7 +72,7 @@ def generation_record(
             created_at=time.time(),
             sample=sample.info or None,
             thinking=sample.thinking,
-            reply=reply_facts(sample.input_ids, result.output_ids, markers),
+            reply=read_reply(sample.input_ids, result.output_ids, reader),
             degenerate=repetition(result.output_ids),
         ),
     )

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from draftgen.generator.prompts.chains import ChainSteps
+from draftgen.generator.prompts.replies.facts import reply_reader
 from draftgen.generator.prompts.samples import Reject, Sample
 from draftgen.generator.recording import Recorder
 from draftgen.generator.records import write_manifests
@@ -47,7 +48,6 @@ from draftgen.generator.telemetry.metrics import GeneratorMetrics, job_labels
 from draftgen.generator.telemetry.progress import Progress, eta_seconds, server_figures
 from draftgen.output.ledger import Ledger
 from draftgen.output.lock import OutputLock
-from draftgen.output.reply_facts import markers_of
 from draftgen.output.writer import DiskFull
 from draftgen.spec import DatasetSpec, GenerationJob
 
@@ -81,7 +81,7 @@ class Runner:
                 settings.namespace or job.metadata.namespace,
             )
         )
-        self.recorder = Recorder(self.metrics, None if tokenizer is None else markers_of(tokenizer))
+        self.recorder = Recorder(self.metrics, reply_reader(tokenizer))
         """Writes each answer and counts it: the rate, speeds and freed KV admission reads."""
         self.run_nonce = uuid.uuid4().hex[:8]
         self._wake = asyncio.Event()

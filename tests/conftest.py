@@ -141,3 +141,22 @@ def sglang_server(tiny_kimi: Path):
         return
     with SGLangServer(tiny_kimi, max_total_tokens=SGLANG_TEST_MAX_TOTAL_TOKENS) as server:
         yield server
+
+
+# A `--dp-size 2` server: two schedulers, a KV pool of DP_POOL tokens each. Its start is the
+# slowest of the suite (two model loads, ~100 s on a shared CPU), so one serves every test that
+# needs one; those tests are in one xdist group (DP_GROUP), so only one worker starts it.
+DP_POOL = 1024
+DP_GROUP = pytest.mark.xdist_group("dp_server")
+
+
+@pytest.fixture(scope="session")
+def dp_server(tiny_kimi: Path):
+    """A tiny-kimi server with two data-parallel ranks (SGLang's default round-robin dispatch),
+    started once per session."""
+    if not (SGLANG_VENV / "bin" / "python").exists():
+        pytest.skip(f"{SGLANG_VENV} is missing: run `make sglang`")
+    with SGLangServer(
+        tiny_kimi, max_total_tokens=DP_POOL, dp_size=2, startup_timeout=900
+    ) as server:
+        yield server

@@ -207,21 +207,23 @@ THINKING = Metric(
     "counter",
     "samples written whose reply holds reasoning",
     (DATASET,),
-    "read from the reply's ids by the family's reasoning markers",
+    "read by the family's reply parser (an unknown family: by the markers, docs/quality.md)",
 )
 TOOL_CALLS = Metric(
     "draftgen_tool_call_samples_total",
     "counter",
     "samples written whose reply holds a tool call",
     (DATASET,),
-    "read from the reply's ids by the family's tool-call tokens",
+    "read by the family's reply parser, Llama-3.1's JSON calls included (an unknown family: by "
+    "its tool-call tokens, docs/quality.md)",
 )
 REPLIES_CHECKED = Metric(
     "draftgen_replies_checked_total",
     "counter",
     "samples written whose reply was read for reasoning and tool calls",
     (DATASET,),
-    "the denominator of the thinking and tool-call shares (0: no markers, e.g. no tokenizer)",
+    "the denominator of the thinking and tool-call shares (0: no tokenizer, or an "
+    "unknown family with no markers)",
 )
 DEGENERATE = Metric(
     "draftgen_degenerate_samples_total",

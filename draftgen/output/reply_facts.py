@@ -8,11 +8,12 @@ Pure functions of token ids (docs/quality.md has the rules and why):
 - `has_tool_call`: the reply holds one of the family's tool-call tokens;
 - `repetition`: the reply's tail is caught in a loop (an n-gram rule, `LOOP_*` below).
 
-`markers_of(tokenizer)` finds the markers a tokenizer has as single ids; the generator calls it
-once per run and stores the facts on each record (`meta.reply`, `meta.degenerate`), so counting
-them later (`draftgen stats`, the manifest, the metrics) needs no tokenizer. A family whose
-replies these markers cannot read (Llama's JSON tool calls) is the per-family reply parsers'
-to extend: each function here is small on purpose."""
+`markers_of(tokenizer)` finds the markers a tokenizer has as single ids, once per run. The
+generator stores the facts on each record (`meta.reply`, `meta.degenerate`), so counting them
+later (`draftgen stats`, the manifest, the metrics) needs no tokenizer. When the run's model
+family is known, `meta.reply` is read by the family's reply parser instead
+(generator/prompts/replies/facts.py: it also reads Llama's JSON tool calls, which carry no
+marker); `has_reasoning` and `has_tool_call` are the rule for a family it does not know."""
 
 from __future__ import annotations
 
@@ -25,10 +26,12 @@ __all__ = [
     "LOOP_NGRAM",
     "LOOP_SHARE",
     "LOOP_WINDOW",
+    "PROMPT_TAIL",
     "ReplyMarkers",
     "has_reasoning",
     "has_tool_call",
     "markers_of",
+    "prompt_opens_reasoning",
     "repetition",
     "reply_facts",
 ]
@@ -132,9 +135,13 @@ def has_reasoning(prompt_tail: Sequence[int], output_ids: Sequence[int], m: Repl
     limit while still reasoning has no closing marker)."""
     if any(_find(output_ids, x) >= 0 for x in (*m.reasoning_open, *m.reasoning_close)):
         return True
-    return bool(output_ids) and _last(prompt_tail, m.reasoning_open) > _last(
-        prompt_tail, m.reasoning_close
-    )
+    return bool(output_ids) and prompt_opens_reasoning(prompt_tail, m)
+
+
+def prompt_opens_reasoning(prompt_tail: Sequence[int], m: ReplyMarkers) -> bool:
+    """The prompt's tail left a reasoning block open: its last opening marker comes after its
+    last closing one (Kimi's and DeepSeek's thinking prompts end with `<think>`)."""
+    return _last(prompt_tail, m.reasoning_open) > _last(prompt_tail, m.reasoning_close)
 
 
 def has_tool_call(output_ids: Sequence[int], m: ReplyMarkers) -> bool:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import DP_GROUP, DP_POOL
+
 REPO = Path(__file__).resolve().parents[2]
 
 SMALL = {
@@ -165,12 +167,12 @@ def test_few_in_flight_seconds_counts_only_the_thin_stretches(monkeypatch) -> No
 
 
 @pytest.mark.sglang
-@pytest.mark.timeout(1200)  # a --dp-size 2 server start on a shared CPU
-def test_dp_ranks_real_runs(tmp_path: Path) -> None:
+@DP_GROUP
+def test_dp_ranks_real_runs(dp_server, tmp_path: Path) -> None:
+    """On the suite's `--dp-size 2` server (the script starts its own without `--url`)."""
     result = run_bench(
         "dp_ranks_real",
-        ["--methods", "round_robin", "--pairs", "2", "--max-new", "8", "--pool", "1024"],
+        ["--url", dp_server.url, "--pairs", "2", "--max-new", "8", "--pool", str(DP_POOL)],
         tmp_path,
-        timeout=1100,
     )
     assert [row[1] for row in result["rows"]] == ["draftgen per rank", "SGLang round_robin"]

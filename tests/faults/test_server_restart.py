@@ -71,7 +71,9 @@ def test_server_killed_mid_job_and_restarted_on_the_same_port(tmp_path, tiny_kim
     assert code == 0, log[-3000:]
 
     recs = check_consistent(out, ["p"])["p"]
-    assert {r["id"] for r in recs} == set(expected_ids(job, "p"))
+    assert {r["id"] for r in recs} == set(expected_ids(job, "p"))  # nothing lost
+    assert not (out / "p" / "rejects.jsonl").exists()  # nothing rejected for the crash
+    assert "healthy again" in log, log[-3000:]  # the generator said it waited and saw it back
     assert killed_at < len(recs)
     # The generator saw the crash, waited for the server and retried: some requests took more
     # than one attempt, and each such record is a whole generation of the restarted server.

@@ -14,30 +14,20 @@ from __future__ import annotations
 
 import re
 import threading
-from pathlib import Path
 
 import httpx
 import pytest
 
-from draftgen.testing.sglang import SGLangServer
-from tests.conftest import SGLANG_VENV
+from tests.conftest import DP_GROUP, DP_POOL
 
 from .gen_helpers import THINK, records, run_inprocess, write_job, write_jsonl
 
-pytestmark = pytest.mark.sglang
+pytestmark = [pytest.mark.sglang, DP_GROUP]
 
-POOL = 1024
+POOL = DP_POOL
 LONG, SHORT, MAX_NEW, PAIRS = 350, 10, 200, 4
 SLACK = 32
 """Prefill tokens per rank beyond the requests': a `/health_generate` probe's few."""
-
-
-@pytest.fixture(scope="module")
-def dp_server(tiny_kimi: Path):
-    if not (SGLANG_VENV / "bin" / "python").exists():
-        pytest.skip(f"{SGLANG_VENV} is missing: run `make sglang`")
-    with SGLangServer(tiny_kimi, max_total_tokens=POOL, dp_size=2, startup_timeout=900) as server:
-        yield server
 
 
 def prompts() -> list[list[int]]:
