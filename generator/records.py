@@ -1,5 +1,6 @@
 """What a run writes about its work: the record of one generation, the line of one reject, and
-the manifests (one per dataset, one for the job) together with the job-level gauges."""
+the manifests (one per dataset, one for the job) together with the job-level gauges. Each answer
+is written and counted by `recording.py`."""
 
 from __future__ import annotations
 

@@ -3,11 +3,9 @@ requests from all datasets at once until each dataset meets its budget or runs o
 
 One asyncio loop does all the deciding (admission, here); each request is a task that retries on
 its own (`attempts.py`) and writes its record the moment it succeeds. The servers are managed by
-`fleet.py`, each dataset's state is resumed by `datasets.py`, samples arrive through `feed.py`,
-and what lands on disk is shaped by `records.py`.
-
-Over 400 lines on purpose: the one loop and the decisions it makes share the Runner's state;
-what needs none of it lives in scheduling/ and sglang/."""
+`fleet.py`, each dataset's state is resumed by `datasets.py`, samples arrive through `feed.py`
+(`next_sample.py`: a chain's next turn first; `chains.py`: its step), and an answer lands through
+`recording.py` (what the lines hold: `records.py`). Here: what shares the Runner's state."""
 
 from __future__ import annotations
 
@@ -15,40 +13,41 @@ import asyncio
 import logging
 import time
 import uuid
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from draftgen.generator.prompts.chains import ChainResume
+from draftgen.generator.prompts.chains import ChainSteps
 from draftgen.generator.prompts.replies.facts import reply_reader
 from draftgen.generator.prompts.samples import Reject, Sample
-from draftgen.generator.records import (
-    degenerate_reject,
-    generation_record,
-    reject_key,
-    reject_record,
-    write_manifests,
-)
+from draftgen.generator.recording import Recorder
+from draftgen.generator.records import write_manifests
 from draftgen.generator.run_settings import SampleSource, Settings
 from draftgen.generator.scheduling.admission import progress_speed
 from draftgen.generator.scheduling.chains import (
-    chain_admits,
     chain_ended,
+    chain_goes_on,
     chain_launched,
-    is_chain_start,
+    chain_step,
+    with_chains_rule,
 )
-from draftgen.generator.scheduling.datasets import Dataset, Flight, cancel_flights, open_datasets
+from draftgen.generator.scheduling.datasets import (
+    Dataset,
+    Flight,
+    abort_flights,
+    cancel_flights,
+    open_datasets,
+)
 from draftgen.generator.scheduling.demand import budget_admits_sample, pool_view, server_views
-from draftgen.generator.scheduling.feed import Feed, in_daemon_thread
+from draftgen.generator.scheduling.feed import in_daemon_thread
+from draftgen.generator.scheduling.next_sample import next_sample, start_feeds
 from draftgen.generator.scheduling.room import HORIZON, Ready, next_launch
 from draftgen.generator.sglang.attempts import attempt
-from draftgen.generator.sglang.client import Generation, sampling_params
+from draftgen.generator.sglang.client import sampling_params
 from draftgen.generator.sglang.fleet import Fleet, Pool, RunError, ServersDown
 from draftgen.generator.telemetry.metrics import GeneratorMetrics, job_labels
-from draftgen.generator.telemetry.progress import Progress, RateMeter, eta_seconds, server_figures
+from draftgen.generator.telemetry.progress import Progress, eta_seconds, server_figures
 from draftgen.output.ledger import Ledger
 from draftgen.output.lock import OutputLock
-from draftgen.output.quality import is_degenerate
 from draftgen.output.writer import DiskFull
 from draftgen.spec import DatasetSpec, GenerationJob
 
@@ -75,7 +74,6 @@ class Runner:
         self.settings = settings
         self.source = source
         self.tokenizer = tokenizer
-        self.markers = reply_reader(tokenizer)  # what `meta.reply` is read by
         self.gen = job.spec.generator
         self.metrics = GeneratorMetrics(
             job_labels(
@@ -83,7 +81,8 @@ class Runner:
                 settings.namespace or job.metadata.namespace,
             )
         )
-        self.rate = RateMeter()
+        self.recorder = Recorder(self.metrics, reply_reader(tokenizer))
+        """Writes each answer and counts it: the rate, speeds and freed KV admission reads."""
         self.run_nonce = uuid.uuid4().hex[:8]
         self._wake = asyncio.Event()
         self.fleet = Fleet(
@@ -103,18 +102,14 @@ class Runner:
         self.pools = self.fleet.pools
         """What admission weighs: every server's KV pools (one per data-parallel rank)."""
         self.datasets: list[Dataset] = []
-        self._rates: deque[float] = deque(maxlen=256)
-        self._ended: dict[int, deque[tuple[float, float]]] = {}
-        """Per pool (`id`): when each of our requests on it ended, and the KV tokens it held
-        (what its next `/metrics` reading will show freed)."""
         self._passed: dict[str, int] = {}
         """Per dataset: samples of others sent while its ready one waited (see `send_order`)."""
         self._fatal: BaseException | None = None
         self._stopping = False
         self._startup: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.chains: Any = None
-        """`chains.ChainSteps` when a dataset regenerates its history (from the source)."""
+        self.chains: ChainSteps | None = None
+        """When a dataset regenerates its history (from the source)."""
 
     # ---- the loop -------------------------------------------------------------------------
 
@@ -127,52 +122,6 @@ class Runner:
             except RuntimeError:  # the loop closed meanwhile: nobody is waiting
                 pass
 
-    def _start_feeds(self) -> None:
-        for ds in self.datasets:
-            if ds.ledger.done:
-                continue
-            skip = frozenset(ds.state.done_ids)
-            if ds.spec.history == "regenerated" and self.chains is None:
-                self.chains = self.source.chain_steps()  # type: ignore[attr-defined]
-
-            def make(d: Dataset = ds, s: frozenset[str] = skip) -> Iterator:
-                # The prompt limit is read when the feed starts: servers may join until then.
-                if d.spec.history == "regenerated":
-                    chains = ChainResume(d.state.chains_open, d.state.chains_ended)
-                    return self.source(d.spec, s, self.fleet.max_prompt_tokens, chains)  # type: ignore[call-arg]
-                return self.source(d.spec, s, self.fleet.max_prompt_tokens)
-
-            ds.feed = Feed(make, self.wake)
-
-    def _next_sample(self, ds: Dataset) -> Sample | None:
-        """The dataset's next sample to send (a chain's next turn first); rejects and repeats
-        are handled on the way."""
-        if ds.continuations:
-            return ds.continuations[0]
-        while ds.pending is None and ds.feed is not None:
-            item = ds.feed.take()
-            if item is None:
-                if ds.feed.error is not None:
-                    raise ds.feed.error
-                return None
-            if isinstance(item, Reject):
-                self._reject(ds, item)
-                continue
-            if item.id in ds.state.done_ids or item.id in ds.flights:
-                continue  # written by an earlier run, or a repeated row id
-            ds.pending = item
-        return ds.pending
-
-    def _reject(self, ds: Dataset, r: Reject) -> None:
-        key = reject_key(r)
-        if key in ds.state.rejected:
-            return  # recorded by an earlier run
-        ds.state.rejected.add(key)
-        if key not in ds.state.failed_before:  # failed again: its line is already there
-            ds.writer.write_reject(reject_record(r))
-        ds.ledger.add_reject(r.reason, r.finish_reason)
-        self.metrics.reject(ds.name, r.reason, r.finish_reason)
-
     def _admit(self) -> None:
         """Start every request the budgets and the servers have room for. The datasets' ready
         samples are offered in `send_order`: on a KV-bound server one that fits what its
@@ -181,7 +130,7 @@ class Runner:
         the fewest requests in flight first, so none starves and none drains."""
         conc = self.gen.concurrency
         now = time.monotonic()
-        speed = progress_speed(self._rates)
+        speed = progress_speed(self.recorder.speeds)
         ready = [
             (ds, sample)
             for ds in self.datasets
@@ -189,7 +138,7 @@ class Runner:
         ]
         while ready and not self._stopping:
             views = (
-                server_views(self.pools, self.datasets, speed, now, self._ended)
+                server_views(self.pools, self.datasets, speed, now, self.recorder.ended)
                 if conc.mode == "auto"
                 else [pool_view(p, now) for p in self.pools]
             )
@@ -230,14 +179,12 @@ class Runner:
 
     def _ready(self, ds: Dataset, speed: float, now: float) -> Sample | None:
         """The dataset's next sample if its budgets can take it now (None: not now)."""
-        sample = self._next_sample(ds)
+        sample = next_sample(ds, self.recorder.reject)
         if sample is None:
             return None
-        admits = budget_admits_sample(ds, sample, speed, now)
-        if admits and is_chain_start(ds, sample) and not chain_admits(ds, sample):
-            if ds.flights or ds.continuations:
-                return None  # the chains going may still end early and free their turns
-            admits = False
+        admits = with_chains_rule(ds, sample, budget_admits_sample(ds, sample, speed, now))
+        if admits is None:
+            return None  # the chains going may still end early and free their turns
         if not admits:
             if not ds.flights:
                 ds.ledger.closed = True  # less than one likely sample left
@@ -292,114 +239,39 @@ class Runner:
         if outcome is None or isinstance(outcome, Reject):
             chain_ended(ds, flight.sample)  # failed or aborted: its chain owes no more turns
             if outcome is not None:
-                self._reject(ds, outcome)
-        else:
-            sample, end, nxt = flight.sample, None, None
-            if sample.chain is not None and self.chains is not None:
-                end, nxt = await in_daemon_thread(self._chain_step, sample, outcome.result)
-            written = self._write(
-                ds, flight, outcome.result, params, outcome.attempts, outcome.latency, end
+                self.recorder.reject(ds, outcome)
+            return
+        sample, end, nxt = flight.sample, None, None
+        if sample.chain is not None and self.chains is not None:
+            end, nxt = await in_daemon_thread(
+                chain_step, self.chains, sample, outcome.result, self.fleet.max_prompt_tokens
             )
-            if sample.chain is None:
-                return
-            if written and isinstance(nxt, Sample) and not ds.ledger.done and not self._stopping:
-                ds.continuations.append(nxt)
-                self._wake.set()
-                return
-            chain_ended(ds, sample)
-            if written and isinstance(nxt, Reject):
-                self._reject(ds, nxt)
-
-    def _chain_step(self, sample: Sample, result: Generation) -> tuple[str | None, Any]:
-        """The chain's end reason for this reply's record, and its next turn (a thread's work:
-        parsing and rendering). A reply the parser cannot read ends the chain, recorded."""
-        try:
-            return self.chains.advance(
-                sample, result.output_ids, result.finish_reason, self.fleet.max_prompt_tokens
-            )
-        except Exception as err:
-            log.warning("%s: reply not parsed, its chain ends here: %s", sample.id, err)
-            return "reply_unparsed", None
-
-    def _write(
-        self,
-        ds: Dataset,
-        flight: Flight,
-        result: Generation,
-        params: dict,
-        attempts: int,
-        latency: float,
-        chain_end: str | None = None,
-    ) -> bool:
-        """Write the record (False: nothing may land any more)."""
-        if ds.ledger.budget_met and self.gen.on_budget_met == "abort":
-            return False  # abort mode: nothing lands after the budget is met
-        if self._fatal is not None:
-            return False  # e.g. the server came back with another model: nothing more lands
-        sample = flight.sample
-        record = generation_record(
-            ds.name,
-            sample,
-            result,
-            params,
-            flight.server.client.url,
-            attempts,
-            latency,
-            self.markers,
+        written = (  # nothing lands in abort mode once the budget is met, nor after a fatal error
+            not (ds.ledger.budget_met and self.gen.on_budget_met == "abort")
+            and self._fatal is None
+            and self.recorder.record(ds, flight, outcome, params, end)
         )
-        if is_degenerate(record) and ds.spec.on_degenerate == "drop":
-            ds.state.done_ids.add(sample.id)  # answered: a rerun would loop the same way
-            self._reject(ds, degenerate_reject(sample, record))
-            return False  # not written: a chain ends here (a loop is no history to go on from)
-        if flight.pool is not None and flight.pool.routed_rank is not None and record.meta:
-            record.meta.dp_rank = flight.pool.routed_rank  # the rank it was pinned to
-        if sample.chain is not None and record.meta:
-            record.meta.chain, record.meta.chain_end = sample.chain.meta(), chain_end
-        ds.writer.write_record(record)  # raises DiskFull before anything is counted
-        ds.state.done_ids.add(sample.id)
-        completion = len(result.output_ids)
-        self._ended.setdefault(id(flight.pool), deque(maxlen=1024)).append(
-            (time.monotonic(), len(sample.input_ids) + completion)
-        )
-        ds.ledger.add_record(record)
-        ds.model.observe(completion)
-        if latency > 0 and completion > 0:
-            self._rates.append(completion / latency)
-        self.rate.add(completion)
-        self.progress.add_tokens(ds.name, completion)
-        self.metrics.record(
-            ds.ledger,
-            result.finish_reason,
-            record.prompt_tokens,
-            completion,
-            latency,
-            record.tool_fallback,
-        )
-        self.metrics.observe_reply(ds.name, record)
-        if ds.ledger.budget_met:
+        if written and ds.ledger.budget_met:
             self._dataset_finished(ds)
-        return True
+        if sample.chain is None:
+            return
+        if chain_goes_on(ds, sample, nxt, written=written, stopping=self._stopping):
+            self._wake.set()
+        elif written and isinstance(nxt, Reject):
+            self.recorder.reject(ds, nxt)
 
     def _dataset_finished(self, ds: Dataset) -> None:
-        if ds.feed is not None:
-            ds.feed.stop()
-        ds.continuations.clear()  # chains going end at the turn they reached (chains.py)
-        ds.chain_left.clear()
+        ds.stop_sending()
         self.metrics.update_dataset(ds.ledger)
         if ds.ledger.budget_met and self.gen.on_budget_met == "abort":
-            for flight in list(ds.flights.values()):
-                if not flight.cancelled:
-                    flight.cancelled = True
-                    abort = asyncio.create_task(flight.server.abort_quietly(flight.rid))
-                    self._aborts.add(abort)  # the loop keeps only a weak reference
-                    abort.add_done_callback(self._aborts.discard)
+            abort_flights(ds, self._aborts)
 
     def _write_manifests(self) -> None:
         write_manifests(
             self.settings.output,
             self.job,
             self.datasets,
-            self.rate.rate(),
+            self.recorder.rate.rate(),
             self.metrics,
             self.settings.template_date,
         )
@@ -451,6 +323,7 @@ class Runner:
             log_format=self.settings.log_format,
             servers=lambda: server_figures(self.pools),
         )
+        self.recorder.progress = self.progress
         if self.settings.metrics_port:
             self.metrics.serve(self.settings.metrics_port)
         poller: asyncio.Task | None = None
@@ -479,7 +352,9 @@ class Runner:
             todo = [d.spec for d in self.datasets if not d.ledger.done]
             await in_daemon_thread(self.preflight, todo)
         await self.fleet.check()
-        self._start_feeds()
+        self.chains = start_feeds(
+            self.datasets, self.source, lambda: self.fleet.max_prompt_tokens, self.wake
+        )
 
     async def _main_loop(self) -> None:
         last_manifest = 0.0
@@ -489,11 +364,11 @@ class Runner:
             self._check_exhausted()
             if all(d.ledger.done and not d.flights for d in self.datasets):
                 self._write_manifests()
-                self.progress.update(self.rate.rate(), 0.0, 0, force=True)
+                self.progress.update(self.recorder.rate.rate(), 0.0, 0, force=True)
                 return
             self._admit()
             in_flight = sum(s.in_flight for s in self.servers)
-            rate = self.rate.rate()
+            rate = self.recorder.rate.rate()
             self.progress.update(
                 rate, eta_seconds([d.ledger for d in self.datasets], rate), in_flight
             )

@@ -71,6 +71,14 @@ class Dataset:
     def name(self) -> str:
         return self.spec.name
 
+    def stop_sending(self) -> None:
+        """Send none of its samples any more: its feed stops, and its chains going end at the
+        turn they reached (`scheduling/chains.py`)."""
+        if self.feed is not None:
+            self.feed.stop()
+        self.continuations.clear()
+        self.chain_left.clear()
+
     def ran_out(self) -> bool:
         """Its rows are all read and answered, short of its budget."""
         return (
@@ -96,6 +104,18 @@ async def cancel_flights(datasets: list[Dataset], timeout: float = 30.0) -> None
     _, pending = await asyncio.wait(tasks, timeout=timeout)
     for task in pending:
         task.cancel()
+
+
+def abort_flights(ds: Dataset, tasks: set[asyncio.Task]) -> None:
+    """Abort the dataset's requests in flight on their servers without waiting for them (its
+    budget met, under `onBudgetMet: abort`); each abort's task is held in `tasks` until it ends
+    (the loop keeps only a weak reference)."""
+    for flight in list(ds.flights.values()):
+        if not flight.cancelled:
+            flight.cancelled = True
+            abort = asyncio.create_task(flight.server.abort_quietly(flight.rid))
+            tasks.add(abort)
+            abort.add_done_callback(tasks.discard)
 
 
 def open_datasets(
