@@ -11,6 +11,7 @@
      │    ├── ServersDown          generator/sglang/fleet.py: no server became healthy    4
      │    ├── NotSGLang            generator/sglang/health.py: --server is not SGLang         2
      │    └── ServeError           serving.py: the server --serve started failed          4
+     │         └── PortTaken        serving.py: its port is taken before the start         4
      ├── the job and its inputs (exit 2 unless marked)
      │    ├── SpecError            spec/load.py: the job file's fields
      │    ├── StrictYAMLError      spec/yaml_strict.py: duplicate keys, anchors, tags

@@ -29,6 +29,7 @@ from pathlib import Path
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.model_location import is_hub, loader_name
 from draftgen.contract.sglang_flags import SGLangFlag as F
+from draftgen.contract.sglang_port import bind_failed, port_taken
 from draftgen.errors import RunError
 from draftgen.spec import GenerationJob
 
@@ -41,6 +42,13 @@ class ServeError(RunError):
 
     exit_code = ExitCode.SERVERS_DOWN
     fix = "read the server's log named in the message (draftgen serve prints its command)"
+
+
+class PortTaken(ServeError):
+    """The server's port is taken before the start (checked first: SGLang would load the model
+    for minutes and then stay up without serving)."""
+
+    fix = "stop what listens on the port, or give another with --port N"
 
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:
@@ -155,6 +163,16 @@ def server_url(command: Sequence[str]) -> str:
     return f"http://{LOCAL_HOST}:{command[command.index(F.PORT.value) + 1]}"
 
 
+def _address(command: Sequence[str]) -> tuple[str, int | None]:
+    """The host and port the command binds (SGLang's default host when none is given)."""
+
+    def value(flag: F) -> str | None:
+        return command[command.index(flag.value) + 1] if flag.value in command else None
+
+    port = value(F.PORT)
+    return value(F.HOST) or LOCAL_HOST, int(port) if port and port.isdigit() else None
+
+
 def shown(command: Sequence[str]) -> str:
     return " ".join(shlex.quote(c) for c in command)
 
@@ -168,6 +186,13 @@ class ServerProcess:
     ) -> None:
         self.command = list(command)
         self.log = log
+        self._log_start = log.stat().st_size if log is not None and log.exists() else 0
+        host, port = _address(self.command)
+        if port is not None and port_taken(host, port):
+            raise PortTaken(
+                f"port {port} is taken on this machine (another SGLang server, or an earlier "
+                "run's?): stop what listens there, or give another with --port N"
+            )
         out = open(log, "ab") if log is not None else None  # noqa: SIM115 (the child keeps it)
         try:
             self.proc = subprocess.Popen(
@@ -186,6 +211,18 @@ class ServerProcess:
 
     def exited(self) -> int | None:
         return self.proc.poll()
+
+    def bind_failed(self) -> bool:
+        """Whether the log says the HTTP port could not be bound (taken during the model load):
+        SGLang then stays up serving nothing, so this counts as an exit."""
+        if self.log is None:
+            return False
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(self._log_start)
+                return bind_failed(f.read().decode("utf-8", "replace"))
+        except OSError:
+            return False
 
     def kill(self) -> None:
         """SIGKILL the whole group at once (a second Ctrl-C)."""

@@ -137,10 +137,10 @@ def _start_server(job, command: list[str], output: Path, cpu: bool):
 
     log_path = output.parent / f"{output.name}.sglang.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    server = ServerProcess(command, server_environment(job, cpu), log=log_path)  # PortTaken
     logging.getLogger("draftgen.generate").info(
         "starting SGLang (log %s): %s", log_path, shown(command)
     )
-    server = ServerProcess(command, server_environment(job, cpu), log=log_path)
     FORCED_EXIT_HOOKS.append(server.kill)
 
     def term(signum: int, frame: object) -> None:  # until the run's own handlers take over
@@ -219,6 +219,15 @@ async def _watch(server, runner) -> None:
     from draftgen.serving import ServeError
 
     while (code := server.exited()) is None:
+        if server.bind_failed():  # it stays up serving nothing: as good as exited (stopped below)
+            runner._stop_fatal(
+                ServeError(
+                    "the SGLang server this run started could not bind its port (another "
+                    f"process took it while the model loaded); its log is {server.log}: start "
+                    "again, or give another port with --port N"
+                )
+            )
+            return
         await asyncio.sleep(0.5)
     runner._stop_fatal(
         ServeError(

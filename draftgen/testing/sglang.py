@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -45,6 +46,7 @@ from pathlib import Path
 
 from draftgen.contract.generator_cli import ExitCode
 from draftgen.contract.sglang_flags import SGLangFlag as F
+from draftgen.contract.sglang_port import bind_failed, port_taken
 from draftgen.errors import DraftgenError
 from draftgen.sglang_cpu import (
     CPU_FLAGS,
@@ -77,9 +79,25 @@ class SGLangServerError(DraftgenError, RuntimeError):
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port free now, for a process that binds it later. Picked below the kernel's ephemeral
+    range where there is room: a port from that range (what binding port 0 gives) can be taken
+    meanwhile by any outgoing connection on a busy machine, the test's own among them."""
+    low = _ephemeral_low()
+    rng = random.SystemRandom()
+    for _ in range(50):
+        port = rng.randrange(max(1024, low - 12_000), low)
+        if not port_taken(host, port):
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 def _tail(path: Path | None, lines: int = 40) -> str:
@@ -132,6 +150,8 @@ class SGLangServer:
         self.env = dict(env or {})
         self.python = Path(python) if python else sglang_python()
         self.proc: subprocess.Popen | None = None
+        self._own_port = False  # picked by the first start: another is picked if it is taken
+        self._log_start = 0
         self.startup_seconds: float | None = None
 
     # -- public API ---------------------------------------------------------------------------
@@ -192,12 +212,14 @@ class SGLangServer:
                 "(scripts/build_test_models.py)"
             )
         if self.port is None:
+            self._own_port = True
             self.port = free_port(self.host)
         if self.log_path is None:
             self.log_path = cache_dir() / "logs" / f"sglang-{self.port}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         workdir = cache_dir()
         workdir.mkdir(parents=True, exist_ok=True)
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S")
             log.write(f"\n==== {stamp} start: {' '.join(self.command())}\n".encode())
@@ -231,7 +253,20 @@ class SGLangServer:
                     f"log {self.log_path}:\n{_tail(self.log_path)}"
                 )
             self._yield_dispatcher()
+            if self._bind_failed():
+                # Taken while the model loaded: SGLang stays up serving nothing. A port this
+                # launcher picked for a first start is picked again; any other is the caller's.
+                self._reap_group()
+                if not self._own_port:
+                    raise SGLangServerError(
+                        f"port {self.port} was taken while the server started; log "
+                        f"{self.log_path}:\n{_tail(self.log_path)}"
+                    )
+                self.port = free_port(self.host)
+                self.start(wait=False)
+                continue
             if self.healthy(timeout=5.0, generate=True):
+                self._own_port = False  # clients know this URL now: a restart keeps it
                 self.startup_seconds = time.monotonic() - self._t_start
                 return
             if time.monotonic() > deadline:
@@ -241,6 +276,14 @@ class SGLangServer:
                     f"log {self.log_path}:\n{_tail(self.log_path)}"
                 )
             time.sleep(0.5)
+
+    def _bind_failed(self) -> bool:
+        try:
+            with open(self.log_path or "", "rb") as f:
+                f.seek(self._log_start)
+                return bind_failed(f.read().decode("utf-8", "replace"))
+        except OSError:
+            return False
 
     def healthy(self, timeout: float = 5.0, generate: bool = True) -> bool:
         path = "/health_generate" if generate else "/health"
