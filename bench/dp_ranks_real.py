@@ -226,15 +226,18 @@ def main() -> None:
     ap.add_argument("--short", type=int, default=20)
     ap.add_argument("--max-new", type=int, default=160)
     ap.add_argument("--concurrency", type=int, default=12, help="SGLang-dispatched clients")
-    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument(
+        "--methods", default=None, help=f"SGLang dispatch methods (default: {','.join(METHODS)})"
+    )
     ap.add_argument(
         "--url",
         help="a running tiny-kimi server with --dp-size 2 and SGLang's default dispatch "
         "(round_robin), used instead of starting one; --pool must be its pool per rank",
     )
     args = ap.parse_args()
-    if args.url and args.methods != METHODS[0]:
+    if args.url and args.methods not in (None, METHODS[0]):
         raise SystemExit(f"--url: the server's dispatch is {METHODS[0]}; drop --methods")
+    args.methods = args.methods or (METHODS[0] if args.url else ",".join(METHODS))
     missing = None if args.url else sglang_available()
     if missing:
         raise SystemExit(missing)
