@@ -114,6 +114,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if _early_server is not None:  # started for tests that did not run (-x, a deselection)
         _early_server.stop()
+    if _dp is not None:  # the last test to use it was interrupted
+        _dp.stop()
 
 
 @pytest.fixture(scope="session")
@@ -144,19 +146,31 @@ def sglang_server(tiny_kimi: Path):
 
 
 # A `--dp-size 2` server: two schedulers, a KV pool of DP_POOL tokens each. Its start is the
-# slowest of the suite (two model loads, ~100 s on a shared CPU), so one serves every test that
-# needs one; those tests are in one xdist group (DP_GROUP), so only one worker starts it.
+# slowest of the suite (two model loads), so one serves the tests that need one, which are in one
+# xdist group (DP_GROUP): one worker starts it, and runs them one after another. It is stopped
+# after the last of them: its dispatcher polls without ever sleeping (SGLang 0.5.23), and left up
+# for the session it would spin a core under every later test.
 DP_POOL = 1024
 DP_GROUP = pytest.mark.xdist_group("dp_server")
+_dp: SGLangServer | None = None
 
 
-@pytest.fixture(scope="session")
-def dp_server(tiny_kimi: Path):
+@pytest.fixture
+def dp_server(tiny_kimi: Path) -> SGLangServer:
     """A tiny-kimi server with two data-parallel ranks (SGLang's default round-robin dispatch),
-    started once per session."""
+    started by the first test of a run of tests that use it."""
+    global _dp
     if not (SGLANG_VENV / "bin" / "python").exists():
         pytest.skip(f"{SGLANG_VENV} is missing: run `make sglang`")
-    with SGLangServer(
-        tiny_kimi, max_total_tokens=DP_POOL, dp_size=2, startup_timeout=900
-    ) as server:
-        yield server
+    if _dp is None or not _dp.is_running():
+        _dp = SGLangServer(tiny_kimi, max_total_tokens=DP_POOL, dp_size=2, startup_timeout=900)
+        _dp.start()
+    return _dp
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    global _dp
+    uses = "dp_server" in getattr(nextitem, "fixturenames", ())
+    if _dp is not None and not uses:
+        _dp.stop()
+        _dp = None

@@ -1,0 +1,46 @@
+"""`make test` shares its expensive set-ups by xdist group (`--dist loadgroup`): the image build,
+the `--dp-size 2` server. A pytest or pytest-xdist release that stops grouping does so silently
+(every worker then builds its own image and starts its own server: pytest 9.2 with xdist 3.8,
+pytest-dev/pytest-xdist#1386); this runs two grouped modules on two workers and checks they
+shared one."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+MODULE = """
+import pytest
+
+pytestmark = pytest.mark.xdist_group("shared")
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_grouped(i):
+    pass
+
+
+@pytest.mark.parametrize("i", range(8))
+@pytest.mark.xdist_group("other_{name}")
+def test_spread(i):
+    pass
+"""
+
+
+def test_tests_of_one_group_run_on_one_worker(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / f"test_{name}.py").write_text(MODULE.replace("{name}", name))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
+         "-p", "no:cacheprovider", "-p", "no:randomly", "-o", "addopts=", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]
+    workers = {
+        m.group(2): m.group(1)
+        for m in re.finditer(r"\[(gw\d)\] \[\s*\d+%\] PASSED (\S+)", run.stdout)
+    }
+    grouped = {w for test, w in workers.items() if "test_grouped" in test}
+    assert len(workers) == 22 and len(grouped) == 1, run.stdout[-3000:]
