@@ -215,14 +215,7 @@ class ServerProcess:
     def bind_failed(self) -> bool:
         """Whether the log says the HTTP port could not be bound (taken during the model load):
         SGLang then stays up serving nothing, so this counts as an exit."""
-        if self.log is None:
-            return False
-        try:
-            with open(self.log, "rb") as f:
-                f.seek(self._log_start)
-                return bind_failed(f.read().decode("utf-8", "replace"))
-        except OSError:
-            return False
+        return self.log is not None and bind_failed(self.log, self._log_start)
 
     def kill(self) -> None:
         """SIGKILL the whole group at once (a second Ctrl-C)."""

@@ -10,6 +10,7 @@ load. Standard library only (the CPU test launcher imports it)."""
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 BIND_FAILED = "error while attempting to bind on address"
 """uvicorn's log line when the HTTP port could not be bound (SGLang 0.5.23)."""
@@ -27,6 +28,12 @@ def port_taken(host: str, port: int) -> bool:
     return False
 
 
-def bind_failed(log_text: str) -> bool:
-    """Whether a server's log (from its start on) says its HTTP port could not be bound."""
-    return BIND_FAILED in log_text
+def bind_failed(log: Path, start: int = 0) -> bool:
+    """Whether a server's log, read from byte `start` (where this start's lines begin: the log
+    is appended to), says its HTTP port could not be bound. False while it cannot be read."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(start)
+            return BIND_FAILED in f.read().decode("utf-8", "replace")
+    except OSError:
+        return False

@@ -278,12 +278,7 @@ class SGLangServer:
             time.sleep(0.5)
 
     def _bind_failed(self) -> bool:
-        try:
-            with open(self.log_path or "", "rb") as f:
-                f.seek(self._log_start)
-                return bind_failed(f.read().decode("utf-8", "replace"))
-        except OSError:
-            return False
+        return self.log_path is not None and bind_failed(self.log_path, self._log_start)
 
     def healthy(self, timeout: float = 5.0, generate: bool = True) -> bool:
         path = "/health_generate" if generate else "/health"
@@ -320,7 +315,11 @@ class SGLangServer:
         self.stop()
         # the old listening socket can linger for a moment after a SIGKILL
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not _port_free(self.host, self.port):
+        while (
+            time.monotonic() < deadline
+            and self.port is not None
+            and port_taken(self.host, self.port)
+        ):
             time.sleep(0.2)
         return self.start(wait=wait)
 
@@ -384,18 +383,6 @@ class SGLangServer:
         deadline = time.monotonic() + 10
         while self._group_alive() and time.monotonic() < deadline:
             time.sleep(0.05)
-
-
-def _port_free(host: str, port: int | None) -> bool:
-    if port is None:
-        return True
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-            return True
-        except OSError:
-            return False
 
 
 # -- command line ------------------------------------------------------------------------------
