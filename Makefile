@@ -10,10 +10,11 @@ STAMP := $(VENV)/.installed
 
 all: test
 
-$(STAMP): pyproject.toml constraints.txt
+# Every Python package of the set-up is installed by the project's pinned uv (scripts/uv.sh: the
+# same pinned versions pip would take, fetched in parallel).
+$(STAMP): pyproject.toml constraints.txt scripts/uv.sh
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[test,lint]'
+	bash scripts/uv.sh pip install -q --python $(PY) -c constraints.txt -e '.[test,lint]'
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -47,7 +48,7 @@ image:
 
 # The parts are independent but for two orderings (the models are built with SGLang's
 # environment; Debian's packages are installed one apt run at a time), so they run side by side:
-# most of the time is pip and debootstrap waiting on disk and network, not on the 2 cores.
+# most of the time is downloads and debootstrap waiting on disk and network, not on the 2 cores.
 docker: system
 # mypy's cache (pyproject.toml: .cache/mypy), filled while the others wait on the network: the
 # type check in `make test` then reads only what changed. Its findings are the test's to report.

@@ -12,7 +12,8 @@ LIB="$SCRIPT_DIR/lib.sh"
 # Never let the current directory shadow modules: the repo root has top-level packages whose
 # names clash with the standard library (e.g. `operator/`), and `python -m` puts cwd first.
 export PYTHONSAFEPATH=1
-# Both environments run the CPU build of torch pip takes from this machine's disk.
+# Both environments run the CPU build of torch, taken from this machine's disk where pip's
+# find-links keep it (scripts/uv.sh).
 TORCH_VERSION="2.13.0"
 
 # use_venv NAME: VENV is $CACHE/NAME, STAMP its stamp.
@@ -88,13 +89,13 @@ prepare_venv() {
   echo "torch==$TORCH_VERSION" >"$CONSTRAINTS"
 }
 
+# pip_install ARGS...: `pip install ARGS` into $VENV with the torch constraint, by the project's
+# uv (scripts/uv.sh); PIP_QUIET's lines (warnings about --no-deps installs) are dropped.
 pip_install() {
-  # The "Location ... is ignored" lines come from this machine's optional local indexes.
-  local quiet=(-e 'is ignored: it is neither a file nor a directory'
-    -e "dependency resolver does not currently take into account")
+  local quiet=(-e '^Using Python .* environment at')
   local p
   for p in "${PIP_QUIET[@]}"; do quiet+=(-e "$p"); done
-  PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install --quiet \
+  "$SCRIPT_DIR/uv.sh" pip install --quiet --python "$VENV/bin/python" \
     -c "$CONSTRAINTS" "$@" 2>&1 | { grep -v "${quiet[@]}" || true; }
   return "${PIPESTATUS[0]}"
 }

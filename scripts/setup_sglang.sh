@@ -8,7 +8,7 @@
 #   scripts/setup_sglang.sh --models   # also build the tiny test models (.cache/models)
 #
 # What it does, and why (see /work/shared/notes/sglang.md):
-# * torch==2.13.0, the CPU build pip takes from this machine's disk. Every pip call carries the
+# * torch==2.13.0, the CPU build from this machine's disk (scripts/uv.sh). Every install carries the
 #   constraint torch==2.13.0, so nothing can pull a CUDA torch.
 # * sglang==0.5.23 with --no-deps (its metadata pins CUDA torch, flashinfer, sglang-kernel, ...),
 #   then the runtime deps it really needs on the CPU path: scripts/sglang-requirements.txt.
@@ -42,7 +42,7 @@ build_models() {
 
 # The recipe: this script, its helpers, the pinned requirements and the placeholder. Any change
 # reinstalls.
-want="$(cat "$SELF" "$LIB" "$REQS" "$PLACEHOLDER" | sha256sum | cut -d' ' -f1)"
+want="$(cat "$SELF" "$LIB" "$SCRIPT_DIR/uv.sh" "$REQS" "$PLACEHOLDER" | sha256sum | cut -d' ' -f1)"
 
 if up_to_date; then
   echo "sglang venv up to date: $VENV"
@@ -83,6 +83,7 @@ new, n = pat.subn(
     r'else (lambda fn: fn))  # draftgen: CPU torch, no torchvision native ops', src)
 if n:
     open(path, "w").write(new)
+    import py_compile; py_compile.compile(path)  # its bytecode (uv's was of the unpatched file)
 print(f"torchvision: patched {n} fake-kernel registrations")
 PYEOF
 

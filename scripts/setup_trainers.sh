@@ -8,7 +8,7 @@
 #   scripts/setup_trainers.sh --clean    # delete the venv and install from scratch
 #
 # What it does, and why:
-# * torch==2.13.0, the CPU build pip takes from this machine's disk; every pip call carries the
+# * torch==2.13.0, the CPU build from this machine's disk (scripts/uv.sh); every install carries the
 #   constraint torch==2.13.0, so nothing can pull a CUDA torch.
 # * speculators==0.9.0 (vllm-project), specforge==0.2.0 (sgl-project) and hs-connectors==0.9.0
 #   (speculators' hidden-state file transfer) with --no-deps: their metadata asks for sglang,
@@ -33,7 +33,7 @@ HS_CONNECTORS_VERSION="0.9.0"
 parse_setup_args 2,8p -- "$@"
 
 # The recipe: this script, its helpers and the pinned requirements. Any change reinstalls.
-want="$(cat "$SELF" "$LIB" "$REQS" | sha256sum | cut -d' ' -f1)"
+want="$(cat "$SELF" "$LIB" "$SCRIPT_DIR/uv.sh" "$REQS" | sha256sum | cut -d' ' -f1)"
 if up_to_date; then
   echo "trainers venv up to date: $VENV"
   exit 0
