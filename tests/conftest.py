@@ -35,10 +35,16 @@ def pytest_runtest_makereport(item, call):
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`make test` runs two workers) the tests marked `image` share one
     worker (`--dist loadgroup`): one Docker engine, one image build and one long-running
-    container per run, not one per worker."""
+    container per run, not one per worker.
+
+    The tests marked `long` run first (a stable sort, so pytest-randomly's shuffle holds within
+    each part): the workers take tests in collection order, and a minute-long test taken last
+    leaves the other worker idle for that minute at the end of the run. xdist puts its groups
+    (image, dp_server) first by itself."""
     for item in items:
         if item.get_closest_marker("image"):
             item.add_marker(pytest.mark.xdist_group("image"))
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.fixture(autouse=True)

@@ -29,6 +29,7 @@ NAMESPACE = "draftgen-live"
 
 pytestmark = [
     pytest.mark.sglang,
+    pytest.mark.long,
     pytest.mark.skipif(PROMETHEUS is None, reason="prometheus not installed: run `make system`"),
 ]
 

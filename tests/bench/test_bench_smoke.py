@@ -122,6 +122,7 @@ def test_report_updates_one_section_and_keeps_the_others(tmp_path: Path) -> None
 
 
 @pytest.mark.sglang
+@pytest.mark.long
 def test_vs_standard_client_runs(sglang_server, tmp_path: Path) -> None:
     result = run_bench(
         "vs_standard_client",

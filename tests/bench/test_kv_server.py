@@ -227,6 +227,7 @@ def _retracted(answers: list[dict]) -> set[str]:
 
 
 @pytest.mark.sglang
+@pytest.mark.long
 def test_simulated_pool_behaves_like_the_real_servers(small_pool_server):
     info = httpx.get(f"{small_pool_server.url}/get_server_info", timeout=30).json()
     assert int(info["max_total_num_tokens"]) == POOL and int(info["page_size"]) == 1

@@ -76,6 +76,7 @@ def test_a_chain_that_continues_token_for_token_is_one_sample(tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["specforge", "speculators"])
+@pytest.mark.long
 def test_the_trainers_load_a_merged_chain_with_its_loss_on_every_turn(tmp_path, fmt):
     records, want = _records()
     src = write_output(tmp_path / "run", {"chat": records}, model=str(TINY_KIMI))

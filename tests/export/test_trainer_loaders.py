@@ -46,6 +46,7 @@ def test_specforge_prompts_path_takes_the_export_as_written(tmp_path):
     assert _loaded(loaded) == [sequence(r) for r in records]
 
 
+@pytest.mark.long
 def test_specforge_retokenizes_the_conversation_form_with_the_documented_losses(
     kimi, kimi_run, tmp_path
 ):
@@ -109,6 +110,7 @@ real_server = pytest.mark.sglang  # the records of a real tiny-kimi SGLang run
 
 
 @real_server
+@pytest.mark.long
 def test_speculators_prepare_data_and_loader_keep_ids_and_masks(generated, tmp_path):
     records = _records(generated)
     train = _export(generated, "speculators", tmp_path / "spec")

@@ -28,7 +28,7 @@ from .gen_run import (
     write_prompt_datasets,
 )
 
-pytestmark = pytest.mark.sglang
+pytestmark = [pytest.mark.sglang, pytest.mark.long]
 
 KILLS = 20
 MAX_NEW = 6

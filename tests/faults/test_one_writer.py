@@ -120,6 +120,7 @@ def test_a_lost_lease_stops_the_holder(tmp_path):
 
 
 @pytest.mark.sglang
+@pytest.mark.long
 def test_two_generate_processes_on_one_output_one_is_refused_nothing_twice(
     tmp_path, tiny_kimi, sglang_server
 ):

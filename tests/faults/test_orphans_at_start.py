@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from .gen_run import write_prompt_job
 from .misbehaving import Misbehaving
 from .test_orphans import _alive, _children
@@ -41,6 +43,7 @@ def _generate(job: Path, server: str, out: Path, log: Path) -> subprocess.Popen:
         )  # fmt: skip
 
 
+@pytest.mark.long
 def test_workers_killed_while_starting_do_not_survive(tmp_path, kimi_like_tokenizer):
     job = write_prompt_job(
         tmp_path,

@@ -85,6 +85,7 @@ def test_identity_is_checked_again_after_a_reconnection(same):
 
 
 @pytest.mark.sglang
+@pytest.mark.long
 def test_a_server_restarted_with_another_model_stops_the_run(tmp_path, tiny_kimi):
     if not (SGLANG_VENV / "bin" / "python").exists() or not (TINY_CHATML / "config.json").exists():
         pytest.skip("needs the SGLang venv and the tiny-chatml model (make setup)")

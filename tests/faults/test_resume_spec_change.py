@@ -14,7 +14,7 @@ from draftgen.contract.generator_cli import ExitCode
 
 from .gen_run import Run, generate_args, prompt_rows, record_count, records, write_job, write_jsonl
 
-pytestmark = pytest.mark.sglang
+pytestmark = [pytest.mark.sglang, pytest.mark.long]
 
 
 def test_resume_after_job_changes(tmp_path, tiny_kimi, sglang_server):

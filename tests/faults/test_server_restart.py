@@ -23,7 +23,7 @@ from .gen_run import (
     write_prompt_job,
 )
 
-pytestmark = pytest.mark.sglang
+pytestmark = [pytest.mark.sglang, pytest.mark.long]
 
 MAX_NEW = 24
 

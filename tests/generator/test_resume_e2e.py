@@ -51,6 +51,7 @@ def _run_until(
             proc.wait()
 
 
+@pytest.mark.long
 def test_sigkill_at_several_points_then_resume_exactly(tmp_path, tiny_kimi, sglang_server):
     budget, max_new = 60, 6
     job = write_prompt_datasets(

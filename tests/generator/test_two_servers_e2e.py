@@ -24,7 +24,7 @@ from .gen_helpers import (
     write_prompt_datasets,
 )
 
-pytestmark = pytest.mark.sglang
+pytestmark = [pytest.mark.sglang, pytest.mark.long]
 
 MAX_NEW = 2
 BUDGET = 200  # completion tokens: one sample (2 tokens) is 1 % of it

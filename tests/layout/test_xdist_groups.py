@@ -2,7 +2,7 @@
 the `--dp-size 2` server. A pytest or pytest-xdist release that stops grouping does so silently
 (every worker then builds its own image and starts its own server: pytest 9.2 with xdist 3.8,
 pytest-dev/pytest-xdist#1386); this runs two grouped modules on two workers and checks they
-shared one."""
+shared one. It also checks the order the workers take the rest in: the `long` tests first."""
 
 from __future__ import annotations
 
@@ -44,3 +44,26 @@ def test_tests_of_one_group_run_on_one_worker(tmp_path: Path) -> None:
     }
     grouped = {w for test, w in workers.items() if "test_grouped" in test}
     assert len(workers) == 22 and len(grouped) == 1, run.stdout[-3000:]
+
+
+def test_long_tests_are_taken_first_whatever_the_shuffle() -> None:
+    """The workers take tests in collection order: the tests marked `long` come first (so neither
+    worker ends the run on one), and pytest-randomly's shuffle still reorders the rest."""
+    repo = Path(__file__).resolve().parents[2]
+    modules = ["tests/faults/test_one_writer.py", "tests/bench/test_kv_server.py"]
+    orders = []
+    for seed in (1, 2, 3):
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+             "-p", "randomly", f"--randomly-seed={seed}", *modules],
+            capture_output=True, text=True, timeout=300, cwd=repo,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stdout[-3000:]
+        ids = [line for line in run.stdout.splitlines() if "::" in line]
+        assert len(ids) == 14, run.stdout[-3000:]
+        assert {i.split("::")[1] for i in ids[:2]} == {
+            "test_two_generate_processes_on_one_output_one_is_refused_nothing_twice",
+            "test_simulated_pool_behaves_like_the_real_servers",
+        }, ids
+        orders.append(ids[2:])
+    assert len({tuple(o) for o in orders}) > 1, "the rest was not shuffled"

@@ -28,7 +28,7 @@ from tests.jobs import job_document
 
 from .harness import REPO, Cluster, example_job, wait_for
 
-pytestmark = pytest.mark.sglang
+pytestmark = [pytest.mark.sglang, pytest.mark.long]
 
 # Truncated samples kept in both: with 16 new tokens the tiny model's sampled replies are often
 # all cut at the limit, and an export left empty fails (dropping them by default is

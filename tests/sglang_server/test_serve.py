@@ -65,6 +65,7 @@ def _gone(pgid: int) -> bool:
 
 
 @pytest.mark.sglang
+@pytest.mark.long
 def test_serve_starts_the_job_server_and_sigterm_stops_it_and_its_children(tmp_path):
     port = free_port()
     log = tmp_path / "serve.log"
@@ -94,6 +95,7 @@ def test_serve_starts_the_job_server_and_sigterm_stops_it_and_its_children(tmp_p
 
 
 @pytest.mark.sglang
+@pytest.mark.long
 def test_generate_serve_runs_the_demo_and_stops_the_server(tmp_path):
     out = tmp_path / "demo"
     port = free_port()
