@@ -32,19 +32,32 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"set-up missing under make test (DRAFTGEN_TEST_STRICT=1): {reason}"
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`make test` runs two workers) the tests marked `image` share one
     worker (`--dist loadgroup`): one Docker engine, one image build and one long-running
     container per run, not one per worker.
 
+    The tests of a module that share a module-scoped fixture of that module (a generator run, a
+    server of its own) are a group too: spread over both workers, each worker would build it.
+
     The tests marked `long` run first (a stable sort, so pytest-randomly's shuffle holds within
     each part): the workers take tests in collection order, and a minute-long test taken last
     leaves the other worker idle for that minute at the end of the run. xdist puts its groups
-    (image, dp_server) first by itself."""
+    first by itself (the largest first)."""
     for item in items:
         if item.get_closest_marker("image"):
             item.add_marker(pytest.mark.xdist_group("image"))
+        elif item.get_closest_marker("xdist_group") is None and _own_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
+def _own_module_fixture(item: pytest.Item) -> bool:
+    """The test uses a module-scoped fixture defined in its own module."""
+    module = item.nodeid.split("::")[0]
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(d.scope == "module" and d.baseid == module for ds in defs.values() for d in ds)
 
 
 @pytest.fixture(autouse=True)

@@ -6,6 +6,7 @@ shared one. It also checks the order the workers take the rest in: the `long` te
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -67,3 +68,48 @@ def test_long_tests_are_taken_first_whatever_the_shuffle() -> None:
         }, ids
         orders.append(ids[2:])
     assert len({tuple(o) for o in orders}) > 1, "the rest was not shuffled"
+
+
+SHARED_FIXTURE = """
+import pytest
+
+
+@pytest.fixture(scope="module")
+def built():
+    return object()
+
+
+@pytest.mark.parametrize("i", range(4))
+def test_uses_it(built, i):
+    pass
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_free(i):
+    pass
+"""
+
+
+def test_tests_sharing_a_module_fixture_run_on_one_worker(tmp_path: Path) -> None:
+    """A module-scoped fixture of the module is built once, not once per worker."""
+    (tmp_path / "test_shared.py").write_text(SHARED_FIXTURE)
+    # The suite's hook, from a conftest as in the suite (a `-p` plugin's runs after xdist's).
+    (tmp_path / "conftest.py").write_text(
+        "from tests.conftest import pytest_collection_modifyitems\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
+         "-p", "no:cacheprovider", "-p", "no:randomly", "-o", "addopts=",
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]
+    workers = {
+        m.group(2): m.group(1)
+        for m in re.finditer(r"\[(gw\d)\] \[\s*\d+%\] PASSED (\S+)", run.stdout)
+    }
+    sharing = {w for test, w in workers.items() if "test_uses_it" in test}
+    assert len(workers) == 12 and len(sharing) == 1, run.stdout[-3000:]
+    assert len(set(workers.values())) == 2, "the other tests were not spread"
