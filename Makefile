@@ -54,7 +54,9 @@ docker: system
 # type check in `make test` then reads only what changed. Its findings are the test's to report.
 mypy-cache: venv
 	-$(VENV)/bin/mypy > /dev/null
-SETUP_PARTS := venv sglang models trainers system docker mypy-cache
+# Three at a time, longest chains first: system then docker's debootstrap, the SGLang venv then
+# the models, the main venv then mypy's cache.
+SETUP_PARTS := system sglang venv docker models trainers mypy-cache
 setup:
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(SETUP_PARTS)
 

@@ -6,7 +6,7 @@
 #
 # Why uv and not pip: the same pinned packages land in each venv (same versions, checked by the
 # set-up's smoke tests), but pip fetches, installs and compiles them one at a time; uv does each
-# in parallel. A fresh clone's `make setup` on a 2-core machine went from 238 s to 154 s
+# in parallel. A fresh clone's `make setup` on a 2-core machine went from 238 s to 195-218 s
 # (docs/testing.md).
 #
 # Settings:
