@@ -54,9 +54,9 @@ docker: system
 # type check in `make test` then reads only what changed. Its findings are the test's to report.
 mypy-cache: venv
 	-$(VENV)/bin/mypy > /dev/null
-# Three at a time, longest chains first: system then docker's debootstrap, the SGLang venv then
-# the models, the main venv then mypy's cache.
-SETUP_PARTS := system sglang venv docker models trainers mypy-cache
+# Three at a time. The order is the one measured fastest here (195-218 s from a fresh clone);
+# starting system and docker first measured 230 s (the trainers' venv then ended last).
+SETUP_PARTS := venv sglang models trainers system docker mypy-cache
 setup:
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(SETUP_PARTS)
 

@@ -33,18 +33,22 @@ def test_spread(i):
 def test_tests_of_one_group_run_on_one_worker(tmp_path: Path) -> None:
     for name in ("a", "b"):
         (tmp_path / f"test_{name}.py").write_text(MODULE.replace("{name}", name))
+    workers, out = _workers_of(tmp_path)
+    grouped = {w for test, w in workers.items() if "test_grouped" in test}
+    assert len(workers) == 22 and len(grouped) == 1, out
+
+
+def _workers_of(tmp_path: Path, env: dict[str, str] | None = None) -> tuple[dict[str, str], str]:
+    """Run the tests under tmp_path on two workers with `--dist loadgroup`: {test: worker}, and
+    the output's tail for a failure's message."""
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
          "-p", "no:cacheprovider", "-p", "no:randomly", "-o", "addopts=", str(tmp_path)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:]
-    workers = {
-        m.group(2): m.group(1)
-        for m in re.finditer(r"\[(gw\d)\] \[\s*\d+%\] PASSED (\S+)", run.stdout)
-    }
-    grouped = {w for test, w in workers.items() if "test_grouped" in test}
-    assert len(workers) == 22 and len(grouped) == 1, run.stdout[-3000:]
+    found = re.finditer(r"\[(gw\d)\] \[\s*\d+%\] PASSED (\S+)", run.stdout)
+    return {m.group(2): m.group(1) for m in found}, run.stdout[-3000:]
 
 
 def test_long_tests_are_taken_first_whatever_the_shuffle() -> None:
@@ -98,18 +102,7 @@ def test_tests_sharing_a_module_fixture_run_on_one_worker(tmp_path: Path) -> Non
         "from tests.conftest import pytest_collection_modifyitems\n"
     )
     repo = Path(__file__).resolve().parents[2]
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
-         "-p", "no:cacheprovider", "-p", "no:randomly", "-o", "addopts=",
-         str(tmp_path)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(repo)},
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout[-3000:]
-    workers = {
-        m.group(2): m.group(1)
-        for m in re.finditer(r"\[(gw\d)\] \[\s*\d+%\] PASSED (\S+)", run.stdout)
-    }
+    workers, out = _workers_of(tmp_path, {**os.environ, "PYTHONPATH": str(repo)})
     sharing = {w for test, w in workers.items() if "test_uses_it" in test}
-    assert len(workers) == 12 and len(sharing) == 1, run.stdout[-3000:]
+    assert len(workers) == 12 and len(sharing) == 1, out
     assert len(set(workers.values())) == 2, "the other tests were not spread"
