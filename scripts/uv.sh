@@ -21,22 +21,25 @@
 set -euo pipefail
 
 UV_VERSION="0.9.30"
-SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-CACHE="${DRAFTGEN_CACHE:-$SCRIPT_DIR/../.cache}"
+# shellcheck source=scripts/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"  # CACHE, find_python311
 TOOL="$CACHE/venv-uv"
 UV="$TOOL/bin/uv"
 
-if ! [ -x "$UV" ] || [ "$("$UV" --version | cut -d' ' -f2)" != "$UV_VERSION" ]; then
+uv_current() { [ -x "$UV" ] && [ "$("$UV" --version | cut -d' ' -f2)" = "$UV_VERSION" ]; }
+
+if ! uv_current; then
   mkdir -p "$CACHE"
+  # Not lib.sh's take_lock: that lock is held till exit, and this script ends by running uv.
   exec 8>"$CACHE/.setup-uv.lock"
   flock 8  # the set-up parts run side by side: one installs uv, the others wait for it
-  if ! [ -x "$UV" ] || [ "$("$UV" --version | cut -d' ' -f2)" != "$UV_VERSION" ]; then
-    PY="$(command -v python3.11 || command -v python3)"
+  if ! uv_current; then
+    find_python311
     rm -rf "$TOOL"
     "$PY" -m venv "$TOOL"
     PIP_DISABLE_PIP_VERSION_CHECK=1 "$TOOL/bin/python" -m pip install --quiet "uv==$UV_VERSION" \
       2>&1 | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
-    [ -x "$UV" ] || { echo "error: could not install uv==$UV_VERSION into $TOOL" >&2; exit 1; }
+    uv_current || { echo "error: could not install uv==$UV_VERSION into $TOOL" >&2; exit 1; }
   fi
   exec 8>&-
 fi

@@ -48,16 +48,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("image"):
             item.add_marker(pytest.mark.xdist_group("image"))
-        elif item.get_closest_marker("xdist_group") is None and _own_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        elif item.get_closest_marker("xdist_group") is None and (module := _fixture_module(item)):
+            item.add_marker(pytest.mark.xdist_group(module))
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
-def _own_module_fixture(item: pytest.Item) -> bool:
-    """The test uses a module-scoped fixture defined in its own module."""
+def _fixture_module(item: pytest.Item) -> str | None:
+    """The test's module, if the test uses a module-scoped fixture defined in that module."""
     module = item.nodeid.split("::")[0]
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    return any(d.scope == "module" and d.baseid == module for ds in defs.values() for d in ds)
+    own = any(d.scope == "module" and d.baseid == module for ds in defs.values() for d in ds)
+    return module if own else None
 
 
 @pytest.fixture(autouse=True)
